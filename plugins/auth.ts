@@ -1,0 +1,102 @@
+import { timingSafeEqual } from "node:crypto";
+import type { AuthCache } from "../src/keys/auth-cache";
+import type { KeyRecord } from "../src/keys/keys";
+import { ApiError } from "./errors";
+import type { CredentialStyle, Surface } from "./surfaces";
+
+/** What an authenticated request knows about its caller. */
+export interface AuthContext {
+  key: KeyRecord;
+  organizationId: string;
+}
+
+// The spec's messages, word for word (Authentication table).
+export const AUTH_MESSAGES = {
+  missing: "missing API key in Authorization header",
+  invalid: "invalid API key",
+  revoked: "API key has been revoked",
+  expired: "API key has expired",
+  scope: "insufficient_scope",
+  spend: "API key spending limit exceeded",
+} as const;
+
+function bearer(request: Request): string | undefined {
+  const h = request.headers.get("authorization");
+  if (!h) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m?.[1];
+}
+
+function header(request: Request, ...names: string[]): string | undefined {
+  for (const n of names) {
+    const v = request.headers.get(n)?.trim();
+    if (v) return v;
+  }
+  return undefined;
+}
+
+/** The credential a surface accepts, in the spec's priority order. Keys are opaque: no format check. */
+export function extractCredential(style: CredentialStyle, request: Request, url: string): string | undefined {
+  switch (style) {
+    case "bearer":
+    case "admin":
+      return bearer(request);
+    case "messages":
+      return header(request, "x-api-key") ?? bearer(request);
+    case "genvendor":
+      // Header preferred: query strings get logged. Real header name and the spec's neutral one.
+      return header(request, "x-goog-api-key", "x-genvendor-api-key") ?? bearer(request) ?? queryKey(url);
+    case "sandbox":
+      return bearer(request) ?? header(request, "x-api-key");
+    case "none":
+      return undefined;
+  }
+}
+
+function queryKey(url: string): string | undefined {
+  const q = url.indexOf("?");
+  if (q < 0) return undefined;
+  return new URLSearchParams(url.slice(q + 1)).get("key") || undefined;
+}
+
+const authError = (status: number, message: string) => new ApiError(status, message, { auth: true });
+
+/** Checks a key against the cache; throws the spec's 401/402/403 errors. */
+export function checkKey(record: KeyRecord | null, surface: Surface, now = Date.now()): AuthContext {
+  if (!record) throw authError(401, AUTH_MESSAGES.invalid);
+  if (!record.enabled) throw authError(401, AUTH_MESSAGES.revoked);
+  if (record.expiresAt && record.expiresAt.getTime() <= now) throw authError(401, AUTH_MESSAGES.expired);
+  if (surface.scope && record.scopes.length > 0 && !record.scopes.includes(surface.scope)) {
+    throw new ApiError(403, AUTH_MESSAGES.scope, { code: "insufficient_scope" });
+  }
+  if (surface.spendLimitStatus && record.spendingLimit !== null && record.spent >= record.spendingLimit) {
+    throw new ApiError(surface.spendLimitStatus, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
+  }
+  return { key: record, organizationId: record.organizationId };
+}
+
+/** Authenticates a request for its surface. Returns synchronously on a cache hit. */
+export function authenticate(
+  surface: Surface,
+  request: Request,
+  url: string,
+  cache: AuthCache,
+): AuthContext | Promise<AuthContext> {
+  const credential = extractCredential(surface.credentials, request, url);
+  if (!credential) throw authError(401, AUTH_MESSAGES.missing);
+  const record = cache.lookup(credential);
+  return record instanceof Promise ? record.then((r) => checkKey(r, surface)) : checkKey(record, surface);
+}
+
+/**
+ * Admin API guard. Threat: guessing the admin token byte by byte from response timing,
+ * hence the constant-time comparison. Disabled entirely (404) when no token is configured.
+ */
+export function checkAdmin(request: Request, adminToken: string | undefined): void {
+  if (!adminToken) throw new ApiError(404, "the admin API is disabled; set ADMIN_TOKEN to enable it");
+  const given = bearer(request);
+  if (!given) throw new ApiError(401, "missing admin token in Authorization header");
+  const a = Buffer.from(given);
+  const b = Buffer.from(adminToken);
+  if (a.length !== b.length || !timingSafeEqual(a, b)) throw new ApiError(401, "invalid admin token");
+}

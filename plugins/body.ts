@@ -1,0 +1,55 @@
+import { ApiError } from "./errors";
+
+/**
+ * JSON bodies with a hard size cap (spec: 10 MB for all requests). The declared
+ * Content-Length is checked before anything is read; chunked bodies are counted while
+ * they stream in, so an oversized body is refused without ever being held in memory.
+ */
+export function bodyTooLarge(limit: number): ApiError {
+  return new ApiError(413, `request body is larger than the ${formatBytes(limit)} limit`);
+}
+
+export function checkDeclaredLength(request: Request, limit: number): void {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw bodyTooLarge(limit);
+}
+
+export async function readBodyText(request: Request, limit: number): Promise<string> {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw bodyTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * Elysia parse hook. Only JSON is accepted (spec: request bodies are JSON); an empty
+ * body is fine for routes whose body is optional.
+ */
+export async function parseJsonBody(request: Request, contentType: string | undefined, limit: number): Promise<unknown> {
+  const text = await readBodyText(request, limit);
+  if (text.trim() === "") return undefined;
+  const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "application/json" && !type.endsWith("+json")) {
+    throw new ApiError(415, `unsupported content type "${type || "none"}": send the body as application/json`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ApiError(400, `request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function formatBytes(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / 1024 / 1024} MB` : `${n} byte`;
+}

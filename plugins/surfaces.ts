@@ -1,0 +1,60 @@
+import type { ErrorFamily } from "./errors";
+
+/** Where a surface reads the API key from (spec: Authentication, credential locations). */
+export type CredentialStyle =
+  /** `Authorization: Bearer` only: chat, responses, run, resource APIs, /events. */
+  | "bearer"
+  /** `x-api-key`, then Bearer; x-api-key wins (messages). */
+  | "messages"
+  /** `x-goog-api-key` (or the neutral `x-genvendor-api-key`), then Bearer, then `?key=` (/v1beta). */
+  | "genvendor"
+  /** Bearer, then `X-API-Key` (sandbox API, as the E2B SDK sends it). */
+  | "sandbox"
+  /** `Authorization: Bearer <ADMIN_TOKEN>`; the admin API. */
+  | "admin"
+  /** No credential: health, OpenAPI document. */
+  | "none";
+
+/**
+ * A group of routes under one path prefix that share an error family, a credential
+ * style and a scope. Each route module declares its surface once; the core plugin
+ * uses it to authenticate before the body is read and to render every error.
+ */
+export interface Surface {
+  prefix: string;
+  family: ErrorFamily;
+  credentials: CredentialStyle;
+  /** Scope a restricted key must hold to use this surface (keys with no scopes hold all). */
+  scope?: string;
+  /** Model surfaces enforce the key's spending limit, with this status (spec: 402, 403 on protocol surfaces). */
+  spendLimitStatus?: 402 | 403;
+}
+
+export const OPEN_SURFACE: Surface = { prefix: "", family: "flat", credentials: "none" };
+
+/** Longest-prefix lookup from a request path to its surface. */
+export class SurfaceTable {
+  private surfaces: Surface[] = [];
+
+  add(surface: Surface): void {
+    if (this.surfaces.some((s) => s.prefix === surface.prefix)) throw new Error(`surface ${surface.prefix} declared twice`);
+    this.surfaces.push(surface);
+    this.surfaces.sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  match(path: string): Surface {
+    for (const s of this.surfaces) {
+      if (path.startsWith(s.prefix)) {
+        const next = path.charCodeAt(s.prefix.length);
+        // Match whole segments only ("/v1/models" must not catch "/v1/modelsx");
+        // ':' allows "/v1beta/models/x:generateContent" style suffixes.
+        if (Number.isNaN(next) || next === 47 /* / */ || next === 58 /* : */ || next === 63 /* ? */) return s;
+      }
+    }
+    return OPEN_SURFACE;
+  }
+
+  all(): readonly Surface[] {
+    return this.surfaces;
+  }
+}

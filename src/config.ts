@@ -1,0 +1,93 @@
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+
+/**
+ * Everything a deployment can set. Environment variables are the source of truth;
+ * an optional JSON config file (CONFIG_FILE) describes providers and model routes,
+ * which are too structured for environment variables.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** postgres://... selects a real PostgreSQL server; unset means embedded PGlite in dataDir. */
+  databaseUrl?: string;
+  redisUrl?: string;
+  /** Enables the admin REST API when set. */
+  adminToken?: string;
+  pluginsDir?: string;
+  logLevel: LogLevel;
+  /** Create organization `default` and print one key when the database is empty. */
+  bootstrap: boolean;
+  /** Largest accepted request body, in bytes (spec: 10 MB for all requests). */
+  bodyLimitBytes: number;
+  /** Parsed CONFIG_FILE contents ({} when none). Sections are owned by the modules that read them. */
+  file: ConfigFile;
+  configFilePath?: string;
+  /** The raw environment, for plugins that read their own variables (OPENAI_API_KEY, ...). */
+  env: Record<string, string | undefined>;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+
+export interface ConfigFile {
+  /** Provider instances: name -> { plugin, ...plugin config }. */
+  providers?: Record<string, { plugin?: string } & Record<string, unknown>>;
+  [section: string]: unknown;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS: LogLevel[] = ["debug", "info", "warn", "error", "silent"];
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const port = intVar(env, "PORT", 8080);
+  const dataDir = resolve(env.DATA_DIR || "./data");
+  const logLevel = (env.LOG_LEVEL || "info").toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${env.LOG_LEVEL}")`);
+  }
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// (got "${databaseUrl.split("@").pop()}"); unset it to use the embedded database`);
+  }
+  const configFilePath = env.CONFIG_FILE ? resolve(env.CONFIG_FILE) : undefined;
+  return {
+    port,
+    host: env.HOST || "0.0.0.0",
+    dataDir,
+    databaseUrl,
+    redisUrl: env.REDIS_URL || undefined,
+    adminToken: env.ADMIN_TOKEN || undefined,
+    pluginsDir: env.PLUGINS_DIR ? resolve(env.PLUGINS_DIR) : undefined,
+    logLevel,
+    bootstrap: !isFalse(env.BOOTSTRAP),
+    bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 10 * 1024 * 1024),
+    file: configFilePath ? readConfigFile(configFilePath) : {},
+    configFilePath,
+    env,
+  };
+}
+
+function readConfigFile(path: string): ConfigFile {
+  if (!existsSync(path)) throw new ConfigError(`CONFIG_FILE ${path} does not exist`);
+  try {
+    const parsed = JSON.parse(readFileSync(path, "utf8"));
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("top level must be an object");
+    return parsed;
+  } catch (e) {
+    throw new ConfigError(`CONFIG_FILE ${path} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function intVar(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer (got "${raw}")`);
+  return n;
+}
+
+function isFalse(v: string | undefined): boolean {
+  return v !== undefined && ["0", "false", "no", "off"].includes(v.toLowerCase());
+}

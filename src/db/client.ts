@@ -1,0 +1,64 @@
+import { mkdirSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { sql } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import { migrate } from "./migrate";
+import { pgliteAssets } from "./pglite-assets";
+import * as schema from "./schema";
+
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface Database {
+  db: Db;
+  kind: "pglite" | "postgres";
+  /** Throws when the database does not answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** postgres://... for a server; undefined for embedded PGlite. */
+  url?: string;
+  /** PGlite data directory; `memory://` keeps everything in memory (tests). */
+  dataDir: string;
+}
+
+/** Opens the database and applies the embedded migrations before returning. */
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts.dataDir);
+  await migrate(database.db);
+  return database;
+}
+
+function openPostgres(url: string): Database {
+  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
+  const db = drizzlePostgres(client, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: "postgres",
+    ping: async () => void (await db.execute(sql`select 1`)),
+    close: () => client.end({ timeout: 5 }),
+  };
+}
+
+async function openPglite(dataDir: string): Promise<Database> {
+  const inMemory = dataDir.startsWith("memory://");
+  const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
+  if (!inMemory) mkdirSync(pgDir, { recursive: true });
+  const client = await PGlite.create({ dataDir: pgDir, ...(await pgliteAssets()) });
+  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: "pglite",
+    ping: async () => void (await client.query("select 1")),
+    close: () => client.close(),
+  };
+}
+
+/** Rows of a raw `db.execute()` result: postgres.js returns an array, PGlite `{ rows }`. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+}

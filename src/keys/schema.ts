@@ -1,0 +1,41 @@
+import { boolean, index, integer, numeric, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+export const organizations = pgTable("organizations", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull().unique(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * API keys. Threat: a leaked database dump must not yield usable credentials, so only
+ * the SHA-256 of the key is stored (keys are 256-bit random, so a fast hash is enough;
+ * there is nothing to brute-force). The plaintext is returned once, at creation.
+ */
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    name: text("name").notNull(),
+    keyHash: text("key_hash").notNull().unique(),
+    /** First characters of the key, for recognising it in listings. */
+    keyPrefix: text("key_prefix").notNull(),
+    enabled: boolean("enabled").notNull().default(true),
+    /** USD; null = no cap. */
+    spendingLimit: numeric("spending_limit", { precision: 18, scale: 6, mode: "number" }),
+    /** USD spent so far through this key (maintained by the gateway's usage meter). */
+    spent: numeric("spent", { precision: 18, scale: 6, mode: "number" }).notNull().default(0),
+    /** Requests per minute; null = only the platform-wide cap applies. */
+    rpm: integer("rpm"),
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
+    /** Empty = organization-level access to every public endpoint. */
+    scopes: text("scopes").array().notNull().default([]),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    /** Bumped on every change; other processes poll it to drop stale cache entries. */
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+  },
+  (t) => [index("api_keys_org_idx").on(t.organizationId), index("api_keys_updated_idx").on(t.updatedAt)],
+);

@@ -1,0 +1,70 @@
+import type { LogLevel } from "./config";
+
+/**
+ * Structured JSON logs, one object per line on stdout.
+ * Lines are buffered and flushed on a short timer so that access logging does not
+ * cost a write syscall per request on the hot path; `flush()` runs at shutdown.
+ */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  child(fields: Record<string, unknown>): Logger;
+  enabled(level: LogLevel): boolean;
+  flush(): void;
+}
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+export function createLogger(level: LogLevel, base: Record<string, unknown> = {}, sink = stdoutSink()): Logger {
+  const min = RANK[level];
+  const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
+    if (RANK[lvl] < min) return;
+    const rec: Record<string, unknown> = { time: new Date().toISOString(), level: lvl, msg, ...base, ...fields };
+    if (rec.err instanceof Error) rec.err = { message: rec.err.message, stack: rec.err.stack };
+    sink.write(JSON.stringify(rec) + "\n");
+  };
+  return {
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+    child: (fields) => createLogger(level, { ...base, ...fields }, sink),
+    enabled: (lvl) => RANK[lvl] >= min,
+    flush: () => sink.flush(),
+  };
+}
+
+interface Sink {
+  write(line: string): void;
+  flush(): void;
+}
+
+let sharedSink: Sink | undefined;
+
+function stdoutSink(): Sink {
+  if (sharedSink) return sharedSink;
+  let buffer: string[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const flush = () => {
+    timer = undefined;
+    if (buffer.length === 0) return;
+    const chunk = buffer.join("");
+    buffer = [];
+    process.stdout.write(chunk);
+  };
+  sharedSink = {
+    write(line) {
+      buffer.push(line);
+      if (buffer.length >= 512) flush();
+      else if (!timer) timer = setTimeout(flush, 20);
+    },
+    flush() {
+      if (timer) clearTimeout(timer);
+      flush();
+    },
+  };
+  process.once("beforeExit", () => sharedSink?.flush());
+  return sharedSink;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bun
+/**
+ * The one binary: `serve` (default) runs the service; `orgs` and `keys` administer
+ * organizations and API keys on the configured database without a browser.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "./config";
+import { openDatabase } from "./db/client";
+import { keyJson, organizationJson } from "./keys/admin-routes";
+import { ConflictError, KeyRepository, NotFoundError } from "./keys/keys";
+import { PluginError } from "./registry/registry";
+import { startServer } from "./server";
+
+const USAGE = `usage:
+  gateway [serve]                         run the service (PORT, DATA_DIR, DATABASE_URL, ...)
+  gateway orgs create <name>              create an organization
+  gateway orgs list                       list organizations
+  gateway keys create --org <id|name> --name <label>
+                      [--spending-limit <usd>] [--rpm <n>] [--expires-at <ISO date>] [--scopes a,b]
+                                          create an API key (printed once)
+  gateway keys list [--org <id|name>]     list keys (never their secrets)
+  gateway keys revoke <key id>            revoke a key (stops working at once)
+  gateway migrate                         apply database migrations and exit
+
+Configuration is read from the environment; see README.md.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command = "serve", sub, ...rest] = argv;
+  if (command === "help" || command === "--help" || command === "-h") {
+    console.log(USAGE);
+    return 0;
+  }
+  const config = loadConfig();
+  if (command === "serve") {
+    const server = await startServer(config);
+    const shutdown = (signal: string) => {
+      server.services.log.info("signal received", { signal });
+      server.stop().then(
+        () => process.exit(0),
+        (err) => {
+          console.error(err);
+          process.exit(1);
+        },
+      );
+    };
+    process.once("SIGTERM", () => shutdown("SIGTERM"));
+    process.once("SIGINT", () => shutdown("SIGINT"));
+    return -1; // keep running
+  }
+
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const repo = new KeyRepository(database.db);
+  try {
+    switch (`${command} ${sub ?? ""}`.trim()) {
+      case "migrate":
+        console.log("migrations applied");
+        return 0;
+      case "orgs create": {
+        const name = rest[0];
+        if (!name) throw new UsageError("orgs create needs a name");
+        console.log(JSON.stringify(organizationJson(await repo.createOrganization(name)), null, 2));
+        return 0;
+      }
+      case "orgs list":
+        console.log(JSON.stringify((await repo.listOrganizations()).map(organizationJson), null, 2));
+        return 0;
+      case "keys create": {
+        const { values } = parseArgs({
+          args: rest,
+          options: {
+            org: { type: "string" },
+            name: { type: "string" },
+            "spending-limit": { type: "string" },
+            rpm: { type: "string" },
+            "expires-at": { type: "string" },
+            scopes: { type: "string" },
+          },
+        });
+        if (!values.org || !values.name) throw new UsageError("keys create needs --org and --name");
+        const org = await repo.findOrganization(values.org);
+        if (!org) throw new UsageError(`no organization "${values.org}"; list them with 'orgs list'`);
+        const { record, key } = await repo.createKey({
+          organizationId: org.id,
+          name: values.name,
+          spendingLimit: numberFlag("spending-limit", values["spending-limit"]),
+          rpm: numberFlag("rpm", values.rpm),
+          expiresAt: dateFlag(values["expires-at"]),
+          scopes: values.scopes ? values.scopes.split(",").map((s) => s.trim()).filter(Boolean) : [],
+        });
+        console.log(JSON.stringify({ ...keyJson(record), key }, null, 2));
+        console.error("The key above is shown only once.");
+        return 0;
+      }
+      case "keys list": {
+        const { values } = parseArgs({ args: rest, options: { org: { type: "string" } } });
+        const org = values.org ? await repo.findOrganization(values.org) : undefined;
+        if (values.org && !org) throw new UsageError(`no organization "${values.org}"`);
+        console.log(JSON.stringify((await repo.listKeys(org?.id)).map(keyJson), null, 2));
+        return 0;
+      }
+      case "keys revoke": {
+        if (!rest[0]) throw new UsageError("keys revoke needs a key id (key_...); find it with 'keys list'");
+        const { record } = await repo.revokeKey(rest[0]);
+        console.log(JSON.stringify(keyJson(record), null, 2));
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command "${argv.join(" ")}"`);
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+class UsageError extends Error {}
+
+function numberFlag(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be a non-negative number`);
+  return n;
+}
+
+function dateFlag(v: string | undefined): Date | undefined {
+  if (v === undefined) return undefined;
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) throw new UsageError(`--expires-at must be an ISO date, e.g. 2027-01-31T00:00:00Z`);
+  return d;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err) => {
+    if (err instanceof UsageError) console.error(`error: ${err.message}\n\n${USAGE}`);
+    else if (err instanceof ConfigError || err instanceof PluginError || err instanceof NotFoundError || err instanceof ConflictError)
+      console.error(`error: ${err.message}`);
+    else console.error(err);
+    process.exit(err instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,57 @@
+import { type App, createApp, startModules } from "./app";
+import type { Database } from "./db/client";
+import type { Config } from "./config";
+import { bootstrap, createServices, type Services } from "./services";
+
+export interface RunningServer {
+  services: Services;
+  app: App;
+  url: string;
+  port: number;
+  /** Stops accepting requests, waits for in-flight ones, flushes and closes the database. */
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: Config, opts: { announceKey?: (key: string, url: string) => void; database?: Database } = {}): Promise<RunningServer> {
+  const services = await createServices(config, { database: opts.database });
+  const created = await bootstrap(services);
+  const app = createApp(services);
+  await startModules(services);
+  app.listen({
+    port: config.port,
+    hostname: config.host,
+    // Our own parser enforces the limit with a proper error body; Bun's cap is a backstop.
+    maxRequestBodySize: config.bodyLimitBytes * 2,
+    // Streams (SSE, long sandbox commands) may be quiet for a while.
+    idleTimeout: 255,
+  });
+  const server = app.server!;
+  const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
+  services.log.info("listening", { url, port: server.port, database: services.database.kind });
+  if (created) {
+    services.log.info("created organization 'default' and a first API key", { organizationId: created.organizationId });
+    services.log.flush();
+    (opts.announceKey ?? announce)(created.key, url);
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    services,
+    app,
+    url,
+    port: server.port!,
+    stop() {
+      stopping ??= (async () => {
+        services.log.info("shutting down: draining in-flight requests");
+        await server.stop(false);
+        await services.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+function announce(key: string, url: string) {
+  process.stdout.write(
+    `\n  API key for organization 'default' (shown once, keep it safe):\n\n    ${key}\n\n  Try: curl -H "Authorization: Bearer ${key}" ${url}/v1/models\n\n`,
+  );
+}

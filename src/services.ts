@@ -1,0 +1,86 @@
+import { builtinPlugins } from "../providers";
+import type { AfterAuthHook } from "../plugins/core";
+import { SurfaceTable } from "../plugins/surfaces";
+import type { Config } from "./config";
+import { type Database, type Db, openDatabase } from "./db/client";
+import { AuthCache } from "./keys/auth-cache";
+import { KeyRepository } from "./keys/keys";
+import { createLogger, type Logger } from "./log";
+import type { PluginModule } from "./registry/plugin";
+import { Registry } from "./registry/registry";
+
+/**
+ * Everything a route module may use, built once at start-up. Route modules receive
+ * this object instead of importing singletons, so tests can build as many services
+ * as they like, each on its own database.
+ */
+export interface Services {
+  config: Config;
+  log: Logger;
+  database: Database;
+  db: Db;
+  keys: KeyRepository;
+  authCache: AuthCache;
+  registry: Registry;
+  surfaces: SurfaceTable;
+  /** Hooks run after a key is accepted (rate limits and the like register here). */
+  afterAuth: AfterAuthHook[];
+  /** Run at shutdown, after the server stopped accepting requests, before the database closes. */
+  onShutdown: (() => Promise<void> | void)[];
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  log?: Logger;
+  /** Overrides the built-in plugins (tests). */
+  builtins?: PluginModule[];
+  /** An already opened database (tests share one per file). */
+  database?: Database;
+}
+
+export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  log.info("database ready", { kind: database.kind });
+  const keys = new KeyRepository(database.db);
+  const authCache = new AuthCache(keys, log);
+  await authCache.start();
+  const registry = await Registry.load({
+    builtins: opts.builtins ?? builtinPlugins,
+    pluginsDir: config.pluginsDir,
+    providers: config.file.providers,
+    env: config.env,
+    dataDir: config.dataDir,
+    log,
+  });
+  const services: Services = {
+    config,
+    log,
+    database,
+    db: database.db,
+    keys,
+    authCache,
+    registry,
+    surfaces: new SurfaceTable(),
+    afterAuth: [],
+    onShutdown: [],
+    async close() {
+      authCache.stop();
+      for (const hook of services.onShutdown.reverse()) await hook();
+      if (!opts.database) await database.close();
+      log.flush();
+    },
+  };
+  return services;
+}
+
+/**
+ * First start on an empty database: create organization `default` and one key, so the
+ * quick start works with no extra step. Switch off with BOOTSTRAP=false.
+ */
+export async function bootstrap(s: Services): Promise<{ organizationId: string; key: string } | undefined> {
+  if (!s.config.bootstrap || (await s.keys.countOrganizations()) > 0) return undefined;
+  const org = await s.keys.createOrganization("default");
+  const { key } = await s.keys.createKey({ organizationId: org.id, name: "bootstrap" });
+  return { organizationId: org.id, key };
+}

@@ -1,0 +1,61 @@
+import type { Subprocess } from "bun";
+
+export interface ServiceProcess {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  url: string;
+  /** Everything the process printed so far (stdout + stderr). */
+  output(): string;
+  /** Resolves when `pattern` has been printed. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  kill(signal?: NodeJS.Signals | number): Promise<number>;
+}
+
+/**
+ * Runs the service as a real process (source or compiled binary) and waits until it
+ * logs that it is listening. Used where a test needs signals, restarts or two processes.
+ */
+export async function spawnService(cmd: string[], env: Record<string, string>, opts: { cwd?: string; timeoutMs?: number } = {}): Promise<ServiceProcess> {
+  const proc = Bun.spawn(cmd, {
+    cwd: opts.cwd,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: "0", ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const waiters: (() => void)[] = [];
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk, { stream: true });
+      for (const w of waiters.splice(0)) w();
+    }
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+  const exited = proc.exited.then(() => {
+    for (const w of waiters.splice(0)) w();
+  });
+  const waitFor = async (pattern: RegExp, timeoutMs = opts.timeoutMs ?? 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const m = text.match(pattern);
+      if (m) return m;
+      if (proc.exitCode !== null) throw new Error(`service exited (${proc.exitCode}) before printing ${pattern}:\n${text}`);
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new Error(`timed out waiting for ${pattern}; output so far:\n${text}`);
+      await Promise.race([new Promise<void>((r) => waiters.push(r)), Bun.sleep(Math.min(remaining, 200)), exited]);
+    }
+  };
+  const m = await waitFor(/"msg":"listening","url":"([^"]+)"/);
+  return {
+    proc,
+    url: m[1],
+    output: () => text,
+    waitFor,
+    async kill(signal = "SIGTERM") {
+      proc.kill(signal);
+      return proc.exited;
+    },
+  };
+}
