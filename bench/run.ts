@@ -1,0 +1,19 @@
+// `npm run bench [part ...]`: runs the benchmark parts (all by default) and prints
+// Markdown tables to paste into docs/benchmarks.md. Benchmarks talk only to 127.0.0.1.
+const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
+  foundation: () => import("./foundation"),
+};
+
+const wanted = process.argv.slice(2);
+for (const name of wanted) {
+  if (!parts[name]) {
+    console.error(`unknown benchmark part "${name}"; parts: ${Object.keys(parts).join(", ")}`);
+    process.exit(2);
+  }
+}
+for (const name of wanted.length ? wanted : Object.keys(parts)) {
+  console.log(`\n## ${name}\n`);
+  const mod = await parts[name]();
+  await mod.run();
+}
+process.exit(0);
