@@ -1,7 +1,14 @@
 // `npm run bench [part ...]`: runs the benchmark parts (all by default) and prints
 // Markdown tables to paste into docs/benchmarks.md. Benchmarks talk only to 127.0.0.1.
+export {};
+
 const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   foundation: () => import("./foundation"),
+  gateway: () => import("./gateway"),
+  events: () => import("./events"),
+  sandboxes: () => import("./sandboxes"),
+  agents: () => import("./agents"),
+  generation: () => import("./generation"),
 };
 
 const wanted = process.argv.slice(2);

@@ -16,6 +16,10 @@ export function checkDeclaredLength(request: Request, limit: number): void {
 
 export async function readBodyText(request: Request, limit: number): Promise<string> {
   if (!request.body) return "";
+  // A declared length was already checked against the limit (checkDeclaredLength), and
+  // the HTTP server never delivers more than it declares: read it in one go, which is
+  // much cheaper than the chunk loop below.
+  if (request.headers.has("content-length")) return request.text();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -33,6 +37,13 @@ export async function readBodyText(request: Request, limit: number): Promise<str
 }
 
 /**
+ * The raw JSON text of each parsed request body, so a route that forwards a body it
+ * did not change (the model gateway) can send the client's bytes instead of
+ * re-serialising. Weak: entries go away with their request.
+ */
+export const rawBodies = new WeakMap<Request, string>();
+
+/**
  * Elysia parse hook. Only JSON is accepted (spec: request bodies are JSON); an empty
  * body is fine for routes whose body is optional.
  */
@@ -44,7 +55,9 @@ export async function parseJsonBody(request: Request, contentType: string | unde
     throw new ApiError(415, `unsupported content type "${type || "none"}": send the body as application/json`);
   }
   try {
-    return JSON.parse(text);
+    const parsed = JSON.parse(text);
+    rawBodies.set(request, text);
+    return parsed;
   } catch (e) {
     throw new ApiError(400, `request body is not valid JSON: ${(e as Error).message}`);
   }

@@ -10,6 +10,18 @@ import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
 /** Runs after a key is accepted; may throw ApiError (rate limits, ...). */
 export type AfterAuthHook = (auth: AuthContext, surface: Surface, request: Request) => void | Promise<void>;
 
+/**
+ * The per-request fields the core plugin fills in. Route modules `.use(requestContext)`
+ * to get them typed (`auth`, `requestId`, `surface`); the values come from onRequest.
+ */
+export const requestContext = new Elysia({ name: "request-context" }).decorate({
+  requestId: "",
+  surface: OPEN_SURFACE as Surface,
+  /** Set on every surface with credentials; routes behind one can rely on it. */
+  auth: undefined as unknown as AuthContext,
+  startedAt: 0,
+});
+
 export interface CoreDeps {
   surfaces: SurfaceTable;
   authCache: AuthCache;
@@ -31,14 +43,8 @@ export function corePlugin(deps: CoreDeps) {
   const afterAuth = deps.afterAuth ?? [];
   const accessLog = log.enabled("info");
 
-  return new Elysia({ name: "core" })
-    .decorate({
-      requestId: "",
-      surface: OPEN_SURFACE as Surface,
-      /** Set on every surface with credentials; routes behind one can rely on it. */
-      auth: undefined as unknown as AuthContext,
-      startedAt: 0,
-    })
+  const core = new Elysia({ name: "core" })
+    .use(requestContext)
     .onRequest(async (c) => {
       c.startedAt = performance.now();
       c.requestId = requestIdFor(c.request);
@@ -53,7 +59,10 @@ export function corePlugin(deps: CoreDeps) {
       if (surface.credentials === "admin") return checkAdmin(c.request, adminToken);
       const auth = authenticate(surface, c.request, url, authCache);
       c.auth = auth instanceof Promise ? await auth : auth;
-      for (const hook of afterAuth) await hook(c.auth, surface, c.request);
+      for (const hook of afterAuth) {
+        const pending = hook(c.auth, surface, c.request);
+        if (pending) await pending;
+      }
     })
     .onParse({ as: "global" }, ({ request, contentType }) => parseJsonBody(request, contentType, bodyLimitBytes))
     .onError({ as: "global" }, (c) => {
@@ -63,19 +72,22 @@ export function corePlugin(deps: CoreDeps) {
       c.set.status = err.status;
       c.set.headers["content-type"] = "application/json";
       return errorBody(surface.family, err);
-    })
-    .onAfterResponse({ as: "global" }, (c) => {
-      if (!accessLog) return;
-      const url = new URL(c.request.url);
+    });
+  // Access log only when it would be written: the hook has a per-request cost of its own.
+  if (accessLog) {
+    core.onAfterResponse({ as: "global" }, (c) => {
+      const value = (c as { responseValue?: unknown }).responseValue;
       log.info("request", {
         requestId: c.requestId,
         method: c.request.method,
-        path: url.pathname,
-        status: typeof c.set.status === "number" ? c.set.status : 200,
+        path: c.path,
+        status: value instanceof Response ? value.status : typeof c.set.status === "number" ? c.set.status : 200,
         durationMs: Math.round((performance.now() - c.startedAt) * 100) / 100,
         org: c.auth?.organizationId,
       });
     });
+  }
+  return core;
 }
 
 export { ApiError };

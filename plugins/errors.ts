@@ -125,12 +125,12 @@ export function errorBody(family: ErrorFamily, err: ApiError): unknown {
   }
 }
 
-export function errorResponse(family: ErrorFamily, err: ApiError, headers?: HeadersInit): Response {
+export function errorResponse(family: ErrorFamily, err: ApiError, headers?: Record<string, string>): Response {
   const res = new Response(JSON.stringify(errorBody(family, err)), {
     status: err.status,
     headers: { "content-type": "application/json" },
   });
-  if (headers) for (const [k, v] of new Headers(headers)) res.headers.set(k, v);
+  if (headers) for (const [k, v] of Object.entries(headers)) res.headers.set(k, v);
   return res;
 }
 

@@ -28,6 +28,12 @@ export interface Surface {
   scope?: string;
   /** Model surfaces enforce the key's spending limit, with this status (spec: 402, 403 on protocol surfaces). */
   spendLimitStatus?: 402 | 403;
+  /**
+   * Narrows the surface to paths under `prefix` that also match this pattern; such
+   * surfaces are consulted first. Lets two protocols share a prefix, e.g. the
+   * generative-vendor `/v1/models/{model}:generateContent` beside the `/v1/models` listing.
+   */
+  pattern?: RegExp;
 }
 
 export const OPEN_SURFACE: Surface = { prefix: "", family: "flat", credentials: "none" };
@@ -37,13 +43,19 @@ export class SurfaceTable {
   private surfaces: Surface[] = [];
 
   add(surface: Surface): void {
-    if (this.surfaces.some((s) => s.prefix === surface.prefix)) throw new Error(`surface ${surface.prefix} declared twice`);
+    if (this.surfaces.some((s) => s.prefix === surface.prefix && String(s.pattern) === String(surface.pattern))) {
+      throw new Error(`surface ${surface.prefix} declared twice`);
+    }
     this.surfaces.push(surface);
-    this.surfaces.sort((a, b) => b.prefix.length - a.prefix.length);
+    this.surfaces.sort((a, b) => Number(!!b.pattern) - Number(!!a.pattern) || b.prefix.length - a.prefix.length);
   }
 
   match(path: string): Surface {
     for (const s of this.surfaces) {
+      if (s.pattern) {
+        if (path.startsWith(s.prefix) && s.pattern.test(path)) return s;
+        continue;
+      }
       if (path.startsWith(s.prefix)) {
         const next = path.charCodeAt(s.prefix.length);
         // Match whole segments only ("/v1/models" must not catch "/v1/modelsx");

@@ -21,6 +21,7 @@ const USAGE = `usage:
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
   gateway migrate                         apply database migrations and exit
+  gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
 Configuration is read from the environment; see README.md.`;
 
@@ -31,6 +32,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig();
+  if (command === "healthcheck") {
+    const res = await fetch(`http://127.0.0.1:${config.port}/healthz`).catch(() => undefined);
+    return res?.ok ? 0 : 1;
+  }
   if (command === "serve") {
     const server = await startServer(config);
     const shutdown = (signal: string) => {

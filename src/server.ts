@@ -1,4 +1,4 @@
-import { type App, createApp, startModules } from "./app";
+import { type App, createApp, type RouteModule, routeModules, startModules } from "./app";
 import type { Database } from "./db/client";
 import type { Config } from "./config";
 import { bootstrap, createServices, type Services } from "./services";
@@ -12,11 +12,19 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, opts: { announceKey?: (key: string, url: string) => void; database?: Database } = {}): Promise<RunningServer> {
+export interface StartOptions {
+  announceKey?: (key: string, url: string) => void;
+  database?: Database;
+  /** Route modules to serve (default: all of the service's). */
+  modules?: RouteModule[];
+}
+
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const services = await createServices(config, { database: opts.database });
   const created = await bootstrap(services);
-  const app = createApp(services);
-  await startModules(services);
+  const modules = opts.modules ?? routeModules;
+  const app = createApp(services, modules);
+  await startModules(services, modules);
   app.listen({
     port: config.port,
     hostname: config.host,

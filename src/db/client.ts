@@ -17,6 +17,8 @@ export interface Database {
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** PGlite only: a tarball of the data directory (loadable with `loadDataDir`). */
+  dump?(): Promise<Blob>;
 }
 
 export interface OpenOptions {
@@ -24,11 +26,13 @@ export interface OpenOptions {
   url?: string;
   /** PGlite data directory; `memory://` keeps everything in memory (tests). */
   dataDir: string;
+  /** PGlite only: start from this dump of a data directory instead of running initdb. */
+  loadDataDir?: Blob;
 }
 
 /** Opens the database and applies the embedded migrations before returning. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts.dataDir);
+  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts.dataDir, opts.loadDataDir);
   await migrate(database.db);
   return database;
 }
@@ -44,17 +48,18 @@ function openPostgres(url: string): Database {
   };
 }
 
-async function openPglite(dataDir: string): Promise<Database> {
+async function openPglite(dataDir: string, loadDataDir?: Blob): Promise<Database> {
   const inMemory = dataDir.startsWith("memory://");
   const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
   if (!inMemory) mkdirSync(pgDir, { recursive: true });
-  const client = await PGlite.create({ dataDir: pgDir, ...(await pgliteAssets()) });
+  const client = await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets()) });
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {
     db,
     kind: "pglite",
     ping: async () => void (await client.query("select 1")),
     close: () => client.close(),
+    dump: () => client.dumpDataDir("none"),
   };
 }
 

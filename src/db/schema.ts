@@ -2,3 +2,8 @@
 // generate migrations (`npm run db:generate`).
 export * from "../keys/schema";
 export * from "../events/schema";
+export * from "../metering/schema";
+export * from "../gateway/schema";
+export * from "../sandboxes/schema";
+export * from "../agents/schema";
+export * from "../generation/schema";

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { newId } from "../ids";
@@ -50,7 +50,7 @@ export function generateKey(): string {
  * nothing against brute force and would cost every request on a cache miss.
  */
 export function hashKey(plaintext: string): string {
-  return createHash("sha256").update(plaintext).digest("hex");
+  return Bun.SHA256.hash(plaintext, "hex") as string;
 }
 
 const keyColumns = {

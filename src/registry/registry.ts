@@ -86,10 +86,11 @@ export class Registry {
     for (const w of wanted) {
       const plugin = this.plugins.get(w.pluginName);
       if (!plugin) throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}" (known: ${[...this.plugins.keys()].join(", ") || "none"})`);
-      const problem = firstError(plugin.definition.configSchema, w.config);
+      // Defaults first, so an omitted optional setting is not reported as missing.
+      const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));
+      const problem = firstError(plugin.definition.configSchema, config);
       if (problem) throw new PluginError(`${w.origin} (plugin ${plugin.source}): field "${problem.field}": ${problem.message}`);
       const ctx: PluginContext = { instanceName: w.name, log: opts.log.child({ provider: w.name }), dataDir: opts.dataDir, env: opts.env };
-      const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));
       const instance = await plugin.definition.create(config as never, ctx);
       this.instances.set(w.name, { name: w.name, plugin, instance });
       opts.log.info("provider ready", { provider: w.name, plugin: plugin.definition.name, kind: plugin.definition.kind });

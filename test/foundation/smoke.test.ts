@@ -4,7 +4,7 @@ import { startTestService, type TestService } from "../helpers/service";
 let svc: TestService;
 beforeAll(async () => {
   svc = await startTestService();
-});
+}, 60_000);
 afterAll(() => svc.close());
 
 test("healthz and readyz answer", async () => {

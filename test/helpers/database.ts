@@ -9,7 +9,7 @@ import { type Database, openDatabase } from "../../src/db/client";
 export async function freshDatabase(): Promise<{ database: Database; url?: string; drop(): Promise<void> }> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
-    const database = await openDatabase({ dataDir: "memory://" });
+    const database = await openDatabase({ dataDir: "memory://", loadDataDir: await pgliteTemplate() });
     return { database, drop: () => database.close() };
   }
   const name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
@@ -49,8 +49,64 @@ export async function freshServerDatabaseUrl(): Promise<{ url: string; drop(): P
   };
 }
 
+let template: Promise<Blob> | undefined;
+
+/**
+ * An initialised, migrated PGlite data directory, made once per test process. PGlite's
+ * initdb takes seconds; loading this dump takes well under one, for every test file.
+ */
+function pgliteTemplate(): Promise<Blob> {
+  template ??= (async () => {
+    const database = await openDatabase({ dataDir: "memory://" });
+    try {
+      return await database.dump!();
+    } finally {
+      await database.close();
+    }
+  })();
+  return template;
+}
+
 export function withDatabase(url: string, name: string): string {
   const u = new URL(url);
   u.pathname = "/" + name;
   return u.toString();
+}
+
+/**
+ * A fresh database on a real PostgreSQL server for tests that need one even in the
+ * default (PGlite) run: several processes sharing one database. Uses TEST_POSTGRES_URL
+ * (set by .ci/run), TEST_DATABASE_URL, else the local server at 127.0.0.1:5432; fails
+ * (never skips) when none answers.
+ */
+export async function requireServerDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const serverUrl = serverDatabaseUrl();
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    await admin`select 1`;
+  } catch (e) {
+    await admin.end().catch(() => {});
+    throw new Error(
+      `this test needs a PostgreSQL server at ${serverUrl} (${(e as Error).message}). ` +
+        "Install and start one (Debian package: postgresql) or set TEST_DATABASE_URL.",
+    );
+  }
+  const name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  await admin.unsafe(`create database "${name}"`);
+  return {
+    url: withDatabase(serverUrl, name),
+    async drop() {
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+export function serverDatabaseUrl(): string {
+  return process.env.TEST_POSTGRES_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+}
+
+/** Redis for tests of shared counters: TEST_REDIS_URL (set by .ci/run), else the local default. */
+export function testRedisUrl(): string {
+  return process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 }

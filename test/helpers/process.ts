@@ -59,3 +59,25 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
     },
   };
 }
+
+/**
+ * Kills every process whose command line mentions `dir` (sandboxes deliberately outlive
+ * the service that started them; a test must not leave its sandboxes running).
+ */
+export function killProcessesUnder(dir: string): number {
+  const { readdirSync, readFileSync } = require("node:fs") as typeof import("node:fs");
+  let killed = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (cmdline.includes(dir)) {
+        process.kill(Number(pid), "SIGKILL");
+        killed++;
+      }
+    } catch {
+      // gone already, or not ours to read
+    }
+  }
+  return killed;
+}

@@ -1,11 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RouteModule } from "../../src/app";
 import { loadConfig } from "../../src/config";
 import { keyJson } from "../../src/keys/admin-routes";
 import type { NewKey } from "../../src/keys/keys";
 import { type RunningServer, startServer } from "../../src/server";
 import { freshDatabase } from "./database";
+import { killProcessesUnder } from "./process";
 
 export const ADMIN_TOKEN = "test-admin-token";
 
@@ -26,7 +28,7 @@ export interface TestService {
  * The real service, in-process, listening on a free 127.0.0.1 port, on a fresh
  * database (PGlite, or PostgreSQL with TEST_DATABASE_URL). Extra env vars configure it.
  */
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { modules?: RouteModule[] } = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
   const { database, drop } = await freshDatabase();
   const config = loadConfig({
@@ -41,7 +43,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     HOME: process.env.HOME,
     ...env,
   });
-  const server = await startServer(config, { database });
+  const server = await startServer(config, { database, modules: opts.modules });
   let n = 0;
   return {
     server,
@@ -60,6 +62,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     async close() {
       await server.stop();
       await drop();
+      // Sandboxes outlive the service by design; the test's ones go with its data dir.
+      killProcessesUnder(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,32 @@
+// Foundation benchmark: an authenticated no-op route of the service (request id, surface
+// lookup, key check from the cache, error plumbing, access log) against a bare Bun.serve
+// hello-world, both as separate processes, 64 connections, measured by wrk in one run.
+import { join } from "node:path";
+import { fmt, startChild, wrk } from "./lib";
+
+const server = join(import.meta.dir, "foundation-server.ts");
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+
+export async function run() {
+  const rows: { name: string; rps: number; p50: number; p99: number }[] = [];
+  const measure = async (name: string, env: Record<string, string>, path: string, auth: boolean) => {
+    const child = await startChild(server, env);
+    try {
+      const headers = auth ? { authorization: `Bearer ${child.token}` } : undefined;
+      await wrk(child.url + path, { connections: 64, seconds: 2, headers }); // warm-up
+      const r = await wrk(child.url + path, { connections: 64, seconds: SECONDS, headers });
+      if (r.non2xx) throw new Error(`${name}: ${r.non2xx} non-2xx responses`);
+      rows.push({ name, rps: r.rps, p50: r.p50ms, p99: r.p99ms });
+    } finally {
+      await child.stop();
+    }
+  };
+  await measure("bare Bun.serve hello-world (baseline)", { MODE: "bare" }, "/", false);
+  await measure("service, authenticated no-op, LOG_LEVEL=info (access log on)", { MODE: "service", LOG_LEVEL: "info" }, "/bench/noop", true);
+  await measure("service, authenticated no-op, LOG_LEVEL=warn", { MODE: "service", LOG_LEVEL: "warn" }, "/bench/noop", true);
+  const base = rows[0].rps;
+  console.log(`wrk, 64 connections, 1 thread, ${SECONDS} s per row, after a 2 s warm-up\n`);
+  console.log("| server | req/s | vs bare | p50 ms | p99 ms |");
+  console.log("|---|---:|---:|---:|---:|");
+  for (const r of rows) console.log(`| ${r.name} | ${fmt(r.rps)} | ${fmt((100 * r.rps) / base)}% | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} |`);
+}

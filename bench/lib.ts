@@ -1,0 +1,81 @@
+// Shared helpers for benchmark parts: child servers, wrk runs, percentiles.
+import type { Subprocess } from "bun";
+
+export interface Child {
+  url: string;
+  token: string;
+  proc: Subprocess;
+  stop(): Promise<void>;
+}
+
+/** Starts `bun <script>` and waits for its "READY <url> <token>" line (stdout or stderr). */
+export async function startChild(script: string, env: Record<string, string>): Promise<Child> {
+  const proc = Bun.spawn(["bun", script], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  let seen = "";
+  const ready = new Promise<[string, string]>((resolve, reject) => {
+    const scan = async (stream: ReadableStream<Uint8Array>, keep: boolean) => {
+      const decoder = new TextDecoder();
+      for await (const chunk of stream) {
+        const text = decoder.decode(chunk, { stream: true });
+        if (!keep) {
+          // Discard access logs; just look for the ready line.
+          const m = text.match(/READY (\S+) (\S+)/);
+          if (m) resolve([m[1], m[2]]);
+          continue;
+        }
+        seen += text;
+        const m = seen.match(/READY (\S+) (\S+)/);
+        if (m) resolve([m[1], m[2]]);
+      }
+    };
+    void scan(proc.stdout as ReadableStream<Uint8Array>, false);
+    void scan(proc.stderr as ReadableStream<Uint8Array>, true);
+    void proc.exited.then((code) => reject(new Error(`${script} exited ${code} before it was ready:\n${seen}`)));
+  });
+  const [url, token] = await ready;
+  return {
+    url,
+    token,
+    proc,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
+export interface WrkResult {
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  non2xx: number;
+}
+
+/** Runs wrk (Debian package `wrk`) against a URL; fails with the package name when missing. */
+export async function wrk(url: string, opts: { connections: number; seconds: number; threads?: number; headers?: Record<string, string> }): Promise<WrkResult> {
+  if (!Bun.which("wrk")) throw new Error("wrk is not installed: apt-get install -y wrk (Debian package wrk)");
+  const args = ["wrk", "--latency", "-t", String(opts.threads ?? 1), "-c", String(opts.connections), "-d", `${opts.seconds}s`];
+  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push("-H", `${k}: ${v}`);
+  args.push(url);
+  const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
+  const out = proc.stdout.toString();
+  if (proc.exitCode !== 0) throw new Error(`wrk failed: ${proc.stderr}`);
+  const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]);
+  const lat = (p: string) => toMs(out.match(new RegExp(`\\s${p}%\\s+([\\d.]+\\w+)`))?.[1] ?? "0ms");
+  const non2xx = Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0);
+  return { rps, p50ms: lat("50"), p99ms: lat("99"), non2xx };
+}
+
+function toMs(v: string): number {
+  const m = v.match(/([\d.]+)(us|ms|s)/);
+  if (!m) return NaN;
+  const n = Number(m[1]);
+  return m[2] === "us" ? n / 1000 : m[2] === "s" ? n * 1000 : n;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });

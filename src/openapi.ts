@@ -1,0 +1,84 @@
+import { toOpenAPISchema } from "@elysiajs/openapi";
+import { type AnyElysia, Elysia } from "elysia";
+import { SERVICE_VERSION } from "./version";
+
+/**
+ * GET /openapi.json (OpenAPI 3.1, generated from the same TypeBox schemas that validate
+ * requests) and GET /docs (a Scalar reference page rendering it).
+ * Generated here with @elysiajs/openapi's generator rather than its own route, so that
+ * request bodies are declared as application/json, the only type the service accepts.
+ */
+const DOCUMENTATION = {
+  info: {
+    title: "Model gateway, sandbox and agents API",
+    version: SERVICE_VERSION,
+    description:
+      "One API key for a model gateway (OpenAI, messages and Gemini-compatible surfaces), an E2B-style sandbox API and managed agents. " +
+      "Error bodies differ per endpoint family (flat, agent, chat, messages, genvendor, sandbox); each operation documents its own.",
+  },
+  components: {
+    securitySchemes: {
+      bearer: { type: "http", scheme: "bearer", description: "API key: `Authorization: Bearer sk-...`" },
+      apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key", description: "API key on the messages and sandbox surfaces" },
+      genvendorKey: { type: "apiKey", in: "header", name: "x-goog-api-key", description: "API key on /v1beta surfaces" },
+      adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for /admin" },
+    },
+  },
+  security: [{ bearer: [] }],
+};
+
+export function buildOpenApiDocument(app: AnyElysia): Record<string, any> {
+  // The plugin documents a body's media types from the route's named parsers; ours is an
+  // unnamed global hook, so hide it while generating (synchronously: no request can run
+  // in between) and declare application/json below.
+  const hidden: [{ parse?: unknown }, unknown][] = [];
+  for (const route of app.routes as { hooks?: { parse?: { fn: unknown }[] } }[]) {
+    const parse = route.hooks?.parse;
+    if (parse?.every((p) => typeof p.fn === "function")) {
+      hidden.push([route.hooks!, parse]);
+      route.hooks!.parse = undefined;
+    }
+  }
+  let generated: { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, unknown> } };
+  try {
+    generated = toOpenAPISchema(app, undefined, undefined, undefined, "3.1.0") as typeof generated;
+  } finally {
+    for (const [hooks, parse] of hidden) hooks.parse = parse;
+  }
+  for (const item of Object.values(generated.paths)) {
+    for (const op of Object.values(item)) {
+      const content = op?.requestBody?.content;
+      if (content?.["application/json"]) op.requestBody.content = { "application/json": content["application/json"] };
+    }
+  }
+  return {
+    openapi: "3.1.0",
+    ...DOCUMENTATION,
+    paths: generated.paths,
+    components: { ...DOCUMENTATION.components, schemas: { ...generated.components.schemas } },
+  };
+}
+
+export function openapiRoutes(getApp: () => AnyElysia) {
+  let cached: { routes: number; doc: Record<string, any> } | undefined;
+  const doc = () => {
+    const app = getApp();
+    if (!cached || cached.routes !== app.routes.length) cached = { routes: app.routes.length, doc: buildOpenApiDocument(app) };
+    return cached.doc;
+  };
+  return new Elysia()
+    .get("/openapi.json", () => doc(), { detail: { hide: true } })
+    .get(
+      "/docs",
+      () =>
+        new Response(
+          `<!doctype html><html><head><title>${DOCUMENTATION.info.title}</title><meta charset="utf-8"/>` +
+            `<meta name="viewport" content="width=device-width, initial-scale=1"/></head><body>` +
+            `<script id="api-reference" data-url="/openapi.json"></script>` +
+            `<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference/dist/browser/standalone.min.js"></script>` +
+            `</body></html>`,
+          { headers: { "content-type": "text/html; charset=utf-8" } },
+        ),
+      { detail: { hide: true } },
+    );
+}

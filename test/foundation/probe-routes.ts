@@ -1,0 +1,42 @@
+import { Elysia, t } from "elysia";
+import type { RouteModule } from "../../src/app";
+import { routeModules } from "../../src/app";
+import { requestContext } from "../../plugins/core";
+import type { ErrorFamily } from "../../plugins/errors";
+import type { CredentialStyle, Surface } from "../../plugins/surfaces";
+
+/**
+ * One probe surface per error family and credential style, mounted next to the real
+ * routes, so the foundation's auth and error behaviour is tested on its own, whatever
+ * the domain routes do. Each probe echoes who the caller is and what body it sent.
+ */
+export const PROBES: { name: string; family: ErrorFamily; credentials: CredentialStyle; spendLimitStatus?: 402 | 403 }[] = [
+  { name: "flat", family: "flat", credentials: "bearer" },
+  { name: "agent", family: "agent", credentials: "bearer" },
+  { name: "chat", family: "chat", credentials: "bearer", spendLimitStatus: 402 },
+  { name: "messages", family: "messages", credentials: "messages", spendLimitStatus: 403 },
+  { name: "genvendor", family: "genvendor", credentials: "genvendor", spendLimitStatus: 403 },
+  { name: "sandbox", family: "sandbox", credentials: "sandbox" },
+];
+
+export const probeModule: RouteModule = {
+  surfaces: PROBES.map(
+    (p): Surface => ({ prefix: `/probe/${p.name}`, family: p.family, credentials: p.credentials, scope: `probe-${p.name}`, spendLimitStatus: p.spendLimitStatus }),
+  ),
+  routes: () => {
+    let app = new Elysia().use(requestContext);
+    for (const p of PROBES) {
+      app = app
+        .get(`/probe/${p.name}/whoami`, ({ auth }) => ({ organizationId: auth.organizationId, keyId: auth.key.id }))
+        .post(`/probe/${p.name}/echo`, ({ body }) => ({ received: body }), {
+          body: t.Object({ n: t.Integer({ minimum: 0, maximum: 10 }), s: t.Optional(t.String()) }),
+        })
+        .get(`/probe/${p.name}/boom`, () => {
+          throw new Error("secret internal detail");
+        }) as unknown as typeof app;
+    }
+    return app;
+  },
+};
+
+export const modulesWithProbes = [...routeModules, probeModule];
