@@ -1,0 +1,270 @@
+// Gateway benchmark (issue: model gateway, item 5). One run, one fast local upstream, four
+// ways to reach it: direct; a minimal Bun reverse proxy (Bun.serve + fetch, the practical
+// ceiling for a gateway on Bun); this service as a real process (zero-config OpenAI vendor,
+// embedded database, usage metering and rate-limit hook active); Portkey's open-source
+// gateway from node_modules, on Node. Non-streaming and streaming chat completions:
+// sequential added latency over direct (p50/p99, interleaved rounds) and throughput at 64
+// connections (wrk). `npm run bench -- gateway`; BENCH_SECONDS sets the wrk duration.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { fmt, percentile, startChild } from "./lib";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 200);
+const CONNECTIONS = 64;
+const root = join(import.meta.dir, "..");
+const children = join(import.meta.dir, "gateway-children.ts");
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  /** Why the target could not be measured in a mode (it failed its check request). */
+  failed?: { json?: string; stream?: string };
+}
+
+const body = (stream: boolean) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }], ...(stream ? { stream: true } : {}) });
+
+async function freePort(): Promise<number> {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+async function waitForHttp(url: string, proc: Subprocess, what: string, output: () => string, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`${what} exited (${proc.exitCode}) before answering:\n${output()}`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${what} did not answer within ${timeoutMs} ms:\n${output()}`);
+      await Bun.sleep(100);
+    }
+  }
+}
+
+function collect(proc: Subprocess<"ignore", "pipe", "pipe">): () => string {
+  let text = "";
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    const d = new TextDecoder();
+    for await (const c of s) text = (text + d.decode(c, { stream: true })).slice(-20_000);
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+  return () => text;
+}
+
+/** The service as a real process with the defaults a self-hoster gets (embedded database, first key bootstrapped). */
+async function startService(upstream: string) {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
+  const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1` },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const output = collect(proc);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/healthz`, proc, "the service", output);
+  let key: string | undefined;
+  for (let i = 0; i < 100 && !key; i++) {
+    key = output().match(/sk-[0-9a-f]{64}/)?.[0];
+    if (!key) await Bun.sleep(50);
+  }
+  if (!key) throw new Error(`the service printed no bootstrap key:\n${output()}`);
+  return {
+    url,
+    key,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Portkey's gateway from node_modules (build/start-server.js, its `start:node` script),
+ * headless, on a free port: on Node.js, its documented runtime, and on Bun.
+ */
+async function startPortkey(runtime: "node" | "bun") {
+  const script = join(root, "node_modules/@portkey-ai/gateway/build/start-server.js");
+  if (!Bun.which(runtime)) throw new Error(`${runtime} is not installed${runtime === "node" ? " (Debian package nodejs)" : ""}`);
+  const port = await freePort();
+  const proc = Bun.spawn([runtime, script, `--port=${port}`, "--headless"], { cwd: root, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const output = collect(proc);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(url, proc, `Portkey's gateway on ${runtime}`, output);
+  return {
+    url,
+    output,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
+async function checkTarget(t: Target, stream: boolean) {
+  const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(stream) });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${t.name}: ${res.status} ${text.slice(0, 300)}`);
+  if (stream ? !text.includes("data: [DONE]") : !text.includes('"chat.completion"')) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
+}
+
+/** Sequential latency: rounds of PER_ROUND requests per target, targets interleaved so drift hits all alike. */
+async function sequential(targets: Target[], stream: boolean): Promise<Map<string, number[]>> {
+  const times = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+  const payload = body(stream);
+  const one = async (t: Target) => {
+    const start = performance.now();
+    const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: payload });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${t.name}: ${res.status}`);
+    return performance.now() - start;
+  };
+  for (const t of targets) for (let i = 0; i < 200; i++) await one(t); // warm-up
+  for (let r = 0; r < ROUNDS; r++) for (const t of targets) for (let i = 0; i < PER_ROUND; i++) times.get(t.name)!.push(await one(t));
+  for (const list of times.values()) list.sort((a, b) => a - b);
+  return times;
+}
+
+interface Throughput {
+  rps: number;
+  non2xx: number;
+  errors: string;
+}
+
+/** wrk with a POST body (Debian package wrk). */
+function wrkPost(t: Target, stream: boolean, seconds: number, dir: string): Throughput {
+  if (!Bun.which("wrk")) throw new Error("wrk is not installed: apt-get install -y wrk (Debian package wrk)");
+  const script = join(dir, `post-${stream ? "stream" : "json"}.lua`);
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body(stream))}\nwrk.headers["Content-Type"] = "application/json"\n`);
+  const args = ["wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${seconds}s`, "-s", script];
+  for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
+  args.push(t.url);
+  const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
+  const out = proc.stdout.toString();
+  if (proc.exitCode !== 0) throw new Error(`wrk failed: ${proc.stderr}`);
+  return {
+    rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]),
+    non2xx: Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0),
+    errors: out.match(/Socket errors:[^\n]*/)?.[0] ?? "",
+  };
+}
+
+export async function run() {
+  const upstream = await startChild(children, { MODE: "upstream" });
+  const proxy = await startChild(children, { MODE: "proxy", UPSTREAM: upstream.url });
+  const service = await startService(upstream.url);
+  const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
+  for (const runtime of ["node", "bun"] as const) {
+    const name = runtime === "node" ? `Portkey gateway 1.15 (Node ${nodeVersion()})` : "Portkey gateway 1.15 (on Bun)";
+    try {
+      portkeys.push({ name, gw: await startPortkey(runtime) });
+    } catch (err) {
+      portkeys.push({ name, problem: (err as Error).message.split("\n")[0] });
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), "gw-bench-wrk-"));
+  try {
+    const path = "/v1/chat/completions";
+    const targets: Target[] = [
+      { name: "direct (no gateway)", url: upstream.url + path, headers: { authorization: "Bearer sk-upstream" } },
+      { name: "minimal Bun proxy (10 lines)", url: proxy.url + path, headers: { authorization: "Bearer sk-upstream" } },
+      { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` } },
+    ];
+    const notes: string[] = [];
+    for (const p of portkeys) {
+      if (!p.gw) {
+        notes.push(`${p.name} did not start: ${p.problem}`);
+        continue;
+      }
+      targets.push({
+        name: p.name,
+        url: p.gw.url + path,
+        headers: { authorization: "Bearer sk-upstream", "x-portkey-provider": "openai", "x-portkey-custom-host": `${upstream.url}/v1` },
+      });
+    }
+    for (const t of targets) {
+      for (const stream of [false, true]) {
+        try {
+          await checkTarget(t, stream);
+        } catch (err) {
+          // Only the peer may fail its check; a failure of ours or of the baselines stops the run.
+          if (!t.name.startsWith("Portkey")) throw err;
+          const gw = portkeys.find((p) => p.name === t.name)?.gw;
+          await Bun.sleep(200);
+          const logged = gw?.output().match(/TypeError: [^\n]*/)?.[0];
+          const reason = `${(err as Error).message.replace(`${t.name}: `, "")}${logged ? ` (its log: ${logged})` : ""}`;
+          t.failed = { ...t.failed, [stream ? "stream" : "json"]: reason };
+          notes.push(`${t.name}, ${stream ? "streaming" : "non-streaming"}: every request fails with ${reason}`);
+        }
+      }
+    }
+
+    const latency: Record<string, Map<string, number[]>> = {};
+    const throughput: Record<string, Map<string, Throughput>> = {};
+    for (const stream of [false, true]) {
+      const mode = stream ? "stream" : "json";
+      const live = targets.filter((t) => !t.failed?.[mode]);
+      latency[mode] = await sequential(live, stream);
+      throughput[mode] = new Map();
+      for (const t of live) {
+        wrkPost(t, stream, 2, dir); // warm-up
+        throughput[mode].set(t.name, wrkPost(t, stream, SECONDS, dir));
+      }
+    }
+
+    console.log(
+      `Fast local upstream (Bun.serve, fixed chat completion / fixed 7-event SSE stream); model gpt-4o-mini; all processes on 127.0.0.1 of this machine.\n` +
+        `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (Bun fetch, keep-alive, full body read), after 200 warm-up requests.\n` +
+        `Throughput: wrk, 1 thread, ${CONNECTIONS} connections, ${SECONDS} s per cell after a 2 s warm-up.\n`,
+    );
+    for (const mode of ["json", "stream"] as const) {
+      const lat = latency[mode];
+      const tp = throughput[mode];
+      const direct = lat.get(targets[0].name)!;
+      const d50 = percentile(direct, 50);
+      const d99 = percentile(direct, 99);
+      const proxyRps = tp.get(targets[1].name)!.rps;
+      console.log(`### ${mode === "json" ? "Non-streaming" : "Streaming (SSE)"}\n`);
+      console.log("| target | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s @64 | vs minimal proxy |");
+      console.log("|---|---:|---:|---:|---:|---:|---:|");
+      for (const t of targets) {
+        if (t.failed?.[mode]) {
+          console.log(`| ${t.name} | fails | | | | | |`);
+          continue;
+        }
+        const l = lat.get(t.name)!;
+        const p50 = percentile(l, 50);
+        const p99 = percentile(l, 99);
+        const r = tp.get(t.name)!;
+        const bad = r.non2xx ? ` (${r.non2xx} non-2xx)` : "";
+        const added = t === targets[0] ? ["-", "-"] : [fmt(p50 - d50, 3), fmt(p99 - d99, 3)];
+        console.log(`| ${t.name} | ${fmt(p50, 3)} | ${fmt(p99, 3)} | ${added[0]} | ${added[1]} | ${fmt(r.rps)}${bad} | ${fmt((100 * r.rps) / proxyRps)}% |`);
+      }
+      console.log("");
+    }
+    for (const n of notes) console.log(`- ${n}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    for (const p of portkeys) await p.gw?.stop();
+    await service.stop();
+    await proxy.stop();
+    await upstream.stop();
+  }
+}
+
+function nodeVersion(): string {
+  const r = Bun.spawnSync(["node", "--version"], { stdout: "pipe" });
+  return r.exitCode === 0 ? r.stdout.toString().trim() : "?";
+}

@@ -1,0 +1,107 @@
+import { Type } from "@sinclair/typebox";
+import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, httpProvider } from "../src/gateway/provider";
+import { mediaType, readMedia, upstreamError } from "../src/generation/upstream";
+import { definePlugin } from "../src/registry/plugin";
+
+/** Google Gemini API: generateContent / streamGenerateContent and Interactions. */
+const ConfigSchema = Type.Object({
+  apiKey: Type.String({ description: "Sent as `x-goog-api-key`" }),
+  baseURL: Type.Optional(Type.String({ default: "https://generativelanguage.googleapis.com", description: "Base URL without the version segment" })),
+  apiVersion: Type.Optional(Type.String({ default: "v1beta" })),
+  vendor: Type.Optional(Type.String()),
+  models: Type.Optional(Type.Array(Type.String())),
+});
+
+export default definePlugin({
+  kind: "model",
+  name: "gemini",
+  description: "Google Gemini API (generateContent, Interactions; Imagen and Veo generation)",
+  serves: ["generateContent", "interactions"],
+  configSchema: ConfigSchema,
+  fromEnv(env) {
+    if (!env.GEMINI_API_KEY) return undefined;
+    return { apiKey: env.GEMINI_API_KEY, baseURL: env.GEMINI_BASE_URL || "https://generativelanguage.googleapis.com" };
+  },
+  create(config, ctx) {
+    const v = `/${config.apiVersion ?? "v1beta"}`;
+    const base = (config.baseURL ?? "https://generativelanguage.googleapis.com").replace(/\/+$/, "");
+    const provider = httpProvider({
+      vendor: config.vendor ?? ctx.instanceName,
+      models: config.models,
+      baseURL: config.baseURL ?? "https://generativelanguage.googleapis.com",
+      path(req) {
+        if (req.protocol === "interactions") return req.interactionId ? `${v}/interactions/${encodeURIComponent(req.interactionId)}` : `${v}/interactions`;
+        const model = encodeURIComponent(req.model);
+        return req.stream ? `${v}/models/${model}:streamGenerateContent?alt=sse` : `${v}/models/${model}:generateContent`;
+      },
+      headers: () => ({ "content-type": "application/json", "x-goog-api-key": config.apiKey }),
+    });
+    return { ...provider, generation: generationApi(base + v, config.apiKey) };
+  },
+});
+
+/**
+ * Imagen (`models/{model}:predict`, synchronous upstream) and Veo
+ * (`models/{model}:predictLongRunning`, an operation polled at `{name}` until `done`).
+ * `prompt` becomes `instances[0].prompt`; the model's other fields become `parameters`
+ * (`n` is Imagen's `sampleCount`).
+ */
+function generationApi(base: string, apiKey: string): GenerationCapability {
+  const origin = new URL(base).origin;
+  const headers = { "content-type": "application/json", "x-goog-api-key": apiKey };
+  // No redirects with our key attached: a redirect could carry it elsewhere.
+  const call = (url: string, init: RequestInit, signal: AbortSignal) => fetch(url, { ...init, headers, signal, redirect: "manual" });
+  const body = (req: GenerationRequest) => {
+    const { prompt, n, ...parameters } = req.input;
+    if (n !== undefined && req.type === "image") parameters.sampleCount = n;
+    return JSON.stringify({ instances: [{ prompt }], parameters });
+  };
+
+  async function operation(res: Response, req: GenerationRequest): Promise<GenerationStep> {
+    if (!res.ok) throw await upstreamError(res, "video generation");
+    const op = (await res.json()) as {
+      name?: string;
+      done?: boolean;
+      error?: { message?: string };
+      response?: { generateVideoResponse?: { generatedSamples?: { video?: { uri?: string } }[] } };
+    };
+    if (!op.name) throw new GenerationError("upstream_error", "video generation: upstream returned no operation name", false);
+    if (!op.done) return { status: "processing", job: op.name };
+    if (op.error) {
+      const msg = op.error.message ?? "";
+      throw new GenerationError(/safety|policy|blocked/i.test(msg) ? "content_policy" : "upstream_error", `video generation failed upstream${msg ? `: ${msg.slice(0, 300)}` : ""}`, false);
+    }
+    const files = [];
+    for (const sample of op.response?.generateVideoResponse?.generatedSamples ?? []) {
+      const uri = sample.video?.uri;
+      if (!uri) continue;
+      const u = new URL(uri, base + "/");
+      // The key goes only to the upstream's own origin (its Files API).
+      const res = await fetch(u, { headers: u.origin === origin ? { "x-goog-api-key": apiKey } : {}, signal: req.signal, redirect: u.origin === origin ? "manual" : "follow" });
+      if (!res.ok) throw await upstreamError(res, "video download");
+      files.push({ bytes: await readMedia(res), contentType: mediaType(res, "video/mp4") });
+    }
+    if (!files.length) throw new GenerationError("upstream_error", "video generation: upstream returned no videos", false);
+    const seconds = Number(req.input.durationSeconds ?? req.input.seconds ?? 8);
+    return { status: "completed", files, usage: { seconds: Number.isFinite(seconds) ? seconds : undefined } };
+  }
+
+  return {
+    types: ["image", "video"],
+    async start(req) {
+      const model = encodeURIComponent(req.model);
+      if (req.type === "video") return operation(await call(`${base}/models/${model}:predictLongRunning`, { method: "POST", body: body(req) }, req.signal), req);
+      const res = await call(`${base}/models/${model}:predict`, { method: "POST", body: body(req) }, req.signal);
+      if (!res.ok) throw await upstreamError(res, "image generation");
+      const json = (await res.json()) as { predictions?: { bytesBase64Encoded?: string; mimeType?: string }[] };
+      const files = (json.predictions ?? []).filter((p) => p.bytesBase64Encoded).map((p) => ({ bytes: Buffer.from(p.bytesBase64Encoded!, "base64"), contentType: p.mimeType ?? "image/png" }));
+      if (!files.length) throw new GenerationError("upstream_error", "image generation: upstream returned no images (filtered?)", false);
+      return { status: "completed", files, usage: { images: files.length } };
+    },
+    async poll(job, req) {
+      // Operation names look like "models/veo/operations/abc" or "operations/abc"; never a full URL.
+      if (!/^[A-Za-z0-9._\/-]+$/.test(job) || job.includes("..")) throw new GenerationError("upstream_error", "invalid operation name", false);
+      return operation(await call(`${base}/${job}`, { method: "GET" }, req.signal), req);
+    },
+  };
+}

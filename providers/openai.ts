@@ -1,0 +1,141 @@
+import { Type } from "@sinclair/typebox";
+import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, type GenerationType, httpProvider, type ModelProvider } from "../src/gateway/provider";
+import { mediaType, readMedia, sniffImage, upstreamError } from "../src/generation/upstream";
+import { definePlugin } from "../src/registry/plugin";
+
+/**
+ * OpenAI, and any OpenAI-compatible server (vLLM, Ollama, Groq, Together, OpenRouter, ...):
+ * give each its own instance name and `baseURL` in the config file. Speaks the chat
+ * completions and responses protocols natively.
+ */
+const ConfigSchema = Type.Object({
+  apiKey: Type.Optional(Type.String({ description: "Sent as `Authorization: Bearer`; omit for servers without auth (local Ollama)" })),
+  baseURL: Type.Optional(Type.String({ default: "https://api.openai.com/v1", description: "Base URL including the version segment, like OPENAI_BASE_URL" })),
+  vendor: Type.Optional(Type.String({ description: "Catalog vendor whose models route here with no route configured; default: the instance name" })),
+  models: Type.Optional(Type.Array(Type.String(), { description: "Extra model ids served under their own name" })),
+  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("responses")]), { description: "Protocols this server implements (default both)" })),
+  headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Extra headers sent upstream (e.g. OpenAI-Organization)" })),
+  generation: Type.Optional(
+    Type.Array(Type.Union([Type.Literal("image"), Type.Literal("audio"), Type.Literal("video")]), {
+      description: "Generation APIs this server implements: image (/images/generations), audio (/audio/speech), video (/videos). Default all three",
+    }),
+  ),
+});
+
+const PATHS = { chat: "/chat/completions", responses: "/responses" } as Record<string, string>;
+
+export default definePlugin({
+  kind: "model",
+  name: "openai",
+  description: "OpenAI and OpenAI-compatible servers (chat completions, responses)",
+  serves: ["chat", "responses"],
+  configSchema: ConfigSchema,
+  fromEnv(env) {
+    if (!env.OPENAI_API_KEY) return undefined;
+    return { apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL || "https://api.openai.com/v1" };
+  },
+  create(config, ctx): ModelProvider {
+    const fixed: Record<string, string> = { "content-type": "application/json", ...(config.headers ?? {}) };
+    if (config.apiKey) fixed.authorization = `Bearer ${config.apiKey}`;
+    const serves = config.serves ?? ["chat", "responses"];
+    const provider = httpProvider({
+      vendor: config.vendor ?? ctx.instanceName,
+      models: config.models,
+      baseURL: config.baseURL ?? "https://api.openai.com/v1",
+      path: (req) => PATHS[req.protocol],
+      headers: () => fixed,
+    });
+    const generation = generationApi(config.baseURL ?? "https://api.openai.com/v1", fixed, config.generation ?? ["image", "audio", "video"]);
+    return { ...provider, serves, generation };
+  },
+});
+
+/**
+ * Image, speech and video generation, OpenAI style. Images and speech answer
+ * synchronously upstream (the service still runs them as asynchronous tasks); videos are
+ * an upstream job (`POST /videos`, polled with `GET /videos/{id}`, downloaded from
+ * `/videos/{id}/content`).
+ */
+function generationApi(baseURL: string, headers: Record<string, string>, types: GenerationType[]): GenerationCapability {
+  const base = baseURL.replace(/\/+$/, "");
+  const origin = new URL(base).origin;
+  // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.
+  const call = (path: string, init: RequestInit, signal: AbortSignal) => fetch(base + path, { ...init, headers: { ...headers, ...init.headers }, signal, redirect: "manual" });
+  const post = (path: string, body: unknown, signal: AbortSignal) => call(path, { method: "POST", body: JSON.stringify(body) }, signal);
+
+  /** A file the upstream points at by URL. Our credentials go only to the upstream's own origin. */
+  async function download(url: string, signal: AbortSignal, fallbackType: string) {
+    let u: URL;
+    try {
+      u = new URL(url, base + "/");
+    } catch {
+      throw new GenerationError("upstream_error", "upstream returned an invalid media URL", false);
+    }
+    if (u.protocol !== "https:" && u.protocol !== "http:") throw new GenerationError("upstream_error", "upstream returned a non-HTTP media URL", false);
+    // Foreign origins (signed storage URLs) get no credentials and may redirect; our own
+    // origin gets credentials and no redirects, so a redirect cannot carry them away.
+    const own = u.origin === origin;
+    const res = await fetch(u, { headers: own ? headers : {}, signal, redirect: own ? "manual" : "follow" });
+    if (!res.ok) throw await upstreamError(res, "media download");
+    const bytes = await readMedia(res);
+    return { bytes, contentType: mediaType(res, fallbackType) };
+  }
+
+  async function image(req: GenerationRequest): Promise<GenerationStep> {
+    const res = await post("/images/generations", { ...req.input, model: req.model }, req.signal);
+    if (!res.ok) throw await upstreamError(res, "image generation");
+    const json = (await res.json()) as { data?: { b64_json?: string; url?: string }[]; usage?: { input_tokens?: number; output_tokens?: number } };
+    const files = [];
+    for (const d of json.data ?? []) {
+      if (d.b64_json) {
+        const bytes = Buffer.from(d.b64_json, "base64");
+        files.push({ bytes, contentType: sniffImage(bytes) });
+      } else if (d.url) {
+        files.push(await download(d.url, req.signal, "image/png"));
+      }
+    }
+    if (!files.length) throw new GenerationError("upstream_error", "image generation: upstream returned no images", false);
+    return { status: "completed", files, usage: { images: files.length, inputTokens: json.usage?.input_tokens, outputTokens: json.usage?.output_tokens } };
+  }
+
+  async function speech(req: GenerationRequest): Promise<GenerationStep> {
+    const { prompt, ...rest } = req.input;
+    const input = typeof rest.input === "string" ? rest.input : String(prompt ?? "");
+    const res = await post("/audio/speech", { voice: "alloy", ...rest, input, model: req.model }, req.signal);
+    if (!res.ok) throw await upstreamError(res, "speech generation");
+    const bytes = await readMedia(res);
+    return { status: "completed", files: [{ bytes, contentType: mediaType(res, "audio/mpeg") }], usage: { characters: input.length } };
+  }
+
+  async function videoState(res: Response, req: GenerationRequest): Promise<GenerationStep> {
+    if (!res.ok) throw await upstreamError(res, "video generation");
+    const v = (await res.json()) as { id?: string; status?: string; url?: string; seconds?: string | number; error?: { message?: string } | string };
+    if (!v.id) throw new GenerationError("upstream_error", "video generation: upstream returned no job id", false);
+    if (v.status === "failed") {
+      const msg = typeof v.error === "string" ? v.error : v.error?.message;
+      throw new GenerationError(/safety|moderation|policy/i.test(msg ?? "") ? "content_policy" : "upstream_error", `video generation failed upstream${msg ? `: ${msg.slice(0, 300)}` : ""}`, false);
+    }
+    if (v.status !== "completed") return { status: "processing", job: v.id };
+    const file = v.url ? await download(v.url, req.signal, "video/mp4") : await content(v.id, req.signal);
+    const seconds = Number(v.seconds ?? req.input.seconds ?? 4);
+    return { status: "completed", files: [file], usage: { seconds: Number.isFinite(seconds) ? seconds : undefined } };
+  }
+
+  async function content(id: string, signal: AbortSignal) {
+    const res = await call(`/videos/${encodeURIComponent(id)}/content`, { method: "GET" }, signal);
+    if (!res.ok) throw await upstreamError(res, "video download");
+    return { bytes: await readMedia(res), contentType: mediaType(res, "video/mp4") };
+  }
+
+  return {
+    types,
+    start(req) {
+      if (req.type === "image") return image(req);
+      if (req.type === "audio") return speech(req);
+      return post("/videos", { ...req.input, model: req.model }, req.signal).then((res) => videoState(res, req));
+    },
+    async poll(job, req) {
+      return videoState(await call(`/videos/${encodeURIComponent(job)}`, { method: "GET" }, req.signal), req);
+    },
+  };
+}

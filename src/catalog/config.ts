@@ -1,0 +1,66 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { ConfigError } from "../config";
+import { MODEL_KINDS } from "./types";
+
+/**
+ * The `catalog` section of CONFIG_FILE:
+ * ```json
+ * { "catalog": {
+ *     "dataset": true,
+ *     "models": {
+ *       "gpt-4o": { "pricing": { "inputPerMTok": 2, "outputPerMTok": 8 } },
+ *       "llama-3.3-70b": { "vendor": "groq", "kind": "chat", "contextWindow": 131072,
+ *                          "pricing": { "inputPerMTok": 0.59, "outputPerMTok": 0.79 } },
+ *       "gpt-3.5-turbo": { "hidden": true } } } }
+ * ```
+ * An id the dataset has is overridden field by field; a new id needs `vendor`.
+ */
+const Pricing = Type.Object(
+  {
+    inputPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+    outputPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+
+const ConfigModel = Type.Object(
+  {
+    vendor: Type.Optional(Type.String({ minLength: 1 })),
+    name: Type.Optional(Type.String()),
+    kind: Type.Optional(Type.Union(MODEL_KINDS.map((k) => Type.Literal(k)))),
+    contextWindow: Type.Optional(Type.Integer({ minimum: 1 })),
+    maxOutputTokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    pricing: Type.Optional(Pricing),
+    created: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Drop the model from the catalog (listings, zero-config routing). */
+    hidden: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const CatalogSection = Type.Object(
+  {
+    /** false: only the models listed here (no public dataset). */
+    dataset: Type.Optional(Type.Boolean()),
+    models: Type.Optional(Type.Record(Type.String({ minLength: 1 }), ConfigModel)),
+  },
+  { additionalProperties: false },
+);
+
+export type CatalogConfig = Static<typeof CatalogSection>;
+export type ConfigModelEntry = Static<typeof ConfigModel>;
+
+/** Validates the section; a bad entry stops start-up with the field that is wrong. */
+export function parseCatalogConfig(section: unknown): CatalogConfig {
+  if (section === undefined) return {};
+  if (!Value.Check(CatalogSection, section)) {
+    const e = Value.Errors(CatalogSection, section).First();
+    const where = (e?.path ?? "").replace(/^\//, "").replace(/\//g, ".");
+    throw new ConfigError(`CONFIG_FILE catalog${where ? "." + where : ""}: ${e?.message ?? "invalid"}`);
+  }
+  for (const id of Object.keys(section.models ?? {})) {
+    if (/\s/.test(id)) throw new ConfigError(`CONFIG_FILE catalog.models: model id "${id}" contains whitespace`);
+  }
+  return section;
+}

@@ -1,0 +1,130 @@
+import { calcPrice, type ModelInfo } from "@pydantic/genai-prices";
+import { ConfigError } from "../config";
+import type { Services } from "../services";
+import { type CatalogConfig, parseCatalogConfig } from "./config";
+import { type Entry, entryByPattern, seedEntries } from "./dataset";
+import type { Catalog, CatalogModel, TokenUsage } from "./types";
+
+export type { Catalog, CatalogModel, ModelKind, TokenUsage } from "./types";
+export { MODEL_KINDS } from "./types";
+
+/** Bound on remembered pattern lookups: clients choose model names, memory must not follow them. */
+const MAX_PATTERN_CACHE = 10_000;
+
+class ModelCatalog implements Catalog {
+  private readonly sorted: CatalogModel[];
+  private readonly vendors = new Map<string, CatalogModel[]>();
+  /** Ids answered by pattern (or known to match nothing: null). */
+  private readonly byPattern = new Map<string, Entry | null>();
+
+  constructor(
+    private readonly entries: Map<string, Entry>,
+    private readonly useDataset: boolean,
+    private readonly hidden: Set<string>,
+  ) {
+    this.sorted = [...entries.values()].map((e) => e.model).sort((a, b) => (a.vendor === b.vendor ? (a.id < b.id ? -1 : 1) : a.vendor < b.vendor ? -1 : 1));
+    // Frozen: callers share these objects; a listing must not be able to alter pricing.
+    for (const m of this.sorted) Object.freeze(m.pricing), Object.freeze(m);
+    Object.freeze(this.sorted);
+    for (const m of this.sorted) {
+      let list = this.vendors.get(m.vendor);
+      if (!list) this.vendors.set(m.vendor, (list = []));
+      list.push(m);
+    }
+  }
+
+  list(): CatalogModel[] {
+    return this.sorted;
+  }
+
+  get(id: string): CatalogModel | undefined {
+    return this.entry(id)?.model;
+  }
+
+  byVendor(vendor: string): CatalogModel[] {
+    return this.vendors.get(vendor) ?? [];
+  }
+
+  cost(modelId: string, usage: TokenUsage): number | undefined {
+    const entry = this.entry(modelId);
+    if (!entry) return undefined;
+    const inputTokens = Math.max(0, usage.inputTokens || 0);
+    const outputTokens = Math.max(0, usage.outputTokens || 0);
+    if (entry.pricedBy && !entry.priceOverridden && !isFlat(entry.rule)) {
+      // The dataset's own calculator applies long-context tiers and date-dependent prices
+      // (about 80 us a call, so flat prices, the common case, are computed below instead).
+      const r = calcPrice({ input_tokens: inputTokens, output_tokens: outputTokens }, modelId, { providerId: entry.pricedBy });
+      if (r) return r.total_price;
+    }
+    if (entry.pricedBy && !entry.priceOverridden && entry.rule && !Array.isArray(entry.rule.prices)) {
+      const p = entry.rule.prices as Record<string, number | undefined>;
+      return (inputTokens * (p.input_mtok ?? 0) + outputTokens * (p.output_mtok ?? 0)) / 1e6;
+    }
+    const p = entry.model.pricing;
+    if (!p || (p.inputPerMTok === undefined && p.outputPerMTok === undefined)) return undefined;
+    return (inputTokens * (p.inputPerMTok ?? 0) + outputTokens * (p.outputPerMTok ?? 0)) / 1e6;
+  }
+
+  private entry(id: string): Entry | undefined {
+    const e = this.entries.get(id);
+    if (e) return e;
+    if (!this.useDataset || this.hidden.has(id)) return undefined;
+    const cached = this.byPattern.get(id);
+    if (cached !== undefined) return cached ?? undefined;
+    const found = entryByPattern(id) ?? null;
+    if (this.byPattern.size >= MAX_PATTERN_CACHE) this.byPattern.clear();
+    this.byPattern.set(id, found);
+    return found ?? undefined;
+  }
+}
+
+/** A price rule with one number per token direction and nothing else that could apply to a request. */
+function isFlat(rule: ModelInfo | undefined): boolean {
+  if (!rule || Array.isArray(rule.prices)) return false;
+  for (const [k, v] of Object.entries(rule.prices)) {
+    if (typeof v !== "number" && v !== undefined) return false;
+    if (k !== "input_mtok" && k !== "output_mtok" && !k.startsWith("cache_") && !k.endsWith("_kcount")) return false;
+    if (k === "requests_kcount") return false;
+  }
+  return true;
+}
+
+/** Builds a catalog from the public datasets (unless switched off) and the CONFIG_FILE section. */
+export function buildCatalog(config: CatalogConfig = {}): Catalog {
+  const useDataset = config.dataset !== false;
+  const entries = useDataset ? seedEntries() : new Map<string, Entry>();
+  const hidden = new Set<string>();
+  for (const [id, o] of Object.entries(config.models ?? {})) {
+    if (o.hidden) {
+      entries.delete(id);
+      hidden.add(id);
+      continue;
+    }
+    const base = entries.get(id)?.model ?? (useDataset ? entryByPattern(id)?.model : undefined);
+    const vendor = o.vendor ?? base?.vendor;
+    if (!vendor) throw new ConfigError(`CONFIG_FILE catalog.models.${id}: "vendor" is required for a model the dataset does not know`);
+    const model: CatalogModel = { ...base, id, vendor, kind: o.kind ?? base?.kind ?? "chat" };
+    for (const k of ["name", "contextWindow", "maxOutputTokens", "created"] as const) if (o[k] !== undefined) (model as unknown as Record<string, unknown>)[k] = o[k];
+    if (o.pricing) model.pricing = { ...base?.pricing, ...o.pricing };
+    const seeded = entries.get(id);
+    entries.set(id, {
+      model,
+      pricedBy: vendor === base?.vendor ? seeded?.pricedBy ?? entryByPattern(id)?.pricedBy : undefined,
+      rule: vendor === base?.vendor ? seeded?.rule ?? entryByPattern(id)?.rule : undefined,
+      priceOverridden: o.pricing !== undefined || vendor !== base?.vendor,
+    });
+  }
+  return new ModelCatalog(entries, useDataset, hidden);
+}
+
+const catalogs = new WeakMap<Services, Catalog>();
+
+/** The catalog of a running service, built once (the first call validates CONFIG_FILE's section). */
+export function catalogFor(s: Services): Catalog {
+  let c = catalogs.get(s);
+  if (!c) {
+    c = buildCatalog(parseCatalogConfig(s.config.file.catalog));
+    catalogs.set(s, c);
+  }
+  return c;
+}

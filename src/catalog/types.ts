@@ -1,0 +1,37 @@
+/** One model the gateway knows about: where it comes from, what it is, what it costs. */
+export interface CatalogModel {
+  id: string;
+  /** The vendor whose plugin serves it by default: "openai" | "anthropic" | "gemini" | ... */
+  vendor: string;
+  name?: string;
+  kind: ModelKind;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  /** USD per million tokens. */
+  pricing?: { inputPerMTok?: number; outputPerMTok?: number };
+  /** Unix seconds (release date where the dataset gives one). */
+  created?: number;
+}
+
+export type ModelKind = "chat" | "embedding" | "image" | "audio" | "video" | "other";
+
+export const MODEL_KINDS: readonly ModelKind[] = ["chat", "embedding", "image", "audio", "video", "other"];
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface Catalog {
+  /** Every listed model, sorted by vendor then id. */
+  list(): CatalogModel[];
+  /**
+   * A model by id. Ids the list does not hold but a vendor's dataset pattern matches
+   * (dated snapshots such as `gpt-4o-2024-11-20`) are answered too, so zero-config
+   * routing and pricing work for them.
+   */
+  get(id: string): CatalogModel | undefined;
+  byVendor(vendor: string): CatalogModel[];
+  /** USD for a request, or undefined when the model has no known price. */
+  cost(modelId: string, usage: TokenUsage): number | undefined;
+}

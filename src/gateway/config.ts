@@ -1,0 +1,57 @@
+import { Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { ConfigError, type ConfigFile } from "../config";
+
+/**
+ * The gateway's sections of CONFIG_FILE:
+ *
+ *   "routes":  { "<public model>": [ { "provider": "groq", "model": "llama-3.1-8b-instant", "weight": 3 }, ... ] }
+ *   "gateway": { "timeoutMs": 600000, "cooldownFailures": 3, "cooldownSeconds": 30, "pingIntervalMs": 15000 }
+ *
+ * Providers themselves live in the shared "providers" section (see the registry).
+ */
+const CandidateSchema = Type.Object(
+  {
+    provider: Type.String({ minLength: 1 }),
+    model: Type.Optional(Type.String({ minLength: 1, description: "Upstream model id; default: the public name" })),
+    weight: Type.Optional(Type.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+
+const RoutesSchema = Type.Record(Type.String(), Type.Array(CandidateSchema, { minItems: 1 }));
+
+const GatewaySchema = Type.Object(
+  {
+    /** Time allowed for an upstream to produce its response headers (and, for streams, the first bytes). */
+    timeoutMs: Type.Integer({ minimum: 1, default: 600_000 }),
+    /** Consecutive failures after which a candidate is skipped... */
+    cooldownFailures: Type.Integer({ minimum: 1, default: 3 }),
+    /** ...for this long. */
+    cooldownSeconds: Type.Number({ minimum: 0, default: 30 }),
+    /** Idle time after which a messages stream gets a `ping` event (spec: about every 15 s). */
+    pingIntervalMs: Type.Integer({ minimum: 1, default: 15_000 }),
+  },
+  { additionalProperties: false },
+);
+
+export type RouteCandidate = (typeof CandidateSchema)["static"];
+export type GatewayOptions = (typeof GatewaySchema)["static"];
+
+export interface GatewayConfig {
+  routes: Record<string, RouteCandidate[]>;
+  options: GatewayOptions;
+}
+
+export function gatewayConfig(file: ConfigFile): GatewayConfig {
+  const routes = file.routes ?? {};
+  check(RoutesSchema, routes, "routes");
+  const raw = file.gateway ?? {};
+  check(GatewaySchema, Value.Default(GatewaySchema, structuredClone(raw)), "gateway");
+  return { routes: routes as GatewayConfig["routes"], options: Value.Default(GatewaySchema, structuredClone(raw)) as GatewayOptions };
+}
+
+function check(schema: Parameters<typeof Value.Errors>[0], value: unknown, section: string) {
+  const first = Value.Errors(schema, value).First();
+  if (first) throw new ConfigError(`CONFIG_FILE ${section}${first.path.replace(/\//g, ".")}: ${first.message}`);
+}

@@ -1,0 +1,182 @@
+import type { AuthContext } from "../../plugins/auth";
+import { ApiError } from "../../plugins/errors";
+import type { UsageMeter } from "../metering";
+import type { GatewayOptions } from "./config";
+import type { Protocol } from "./provider";
+import { CODECS, type Usage } from "./protocols";
+import type { Candidate, Router } from "./router";
+import { pipeSse } from "./stream";
+
+/** One model request, as a surface hands it to the data path. */
+export interface Call {
+  protocol: Protocol;
+  publicModel: string;
+  stream: boolean;
+  candidates: Candidate[];
+  /** The JSON text to send to a candidate (model mapping applied), undefined for reads. */
+  body(c: Candidate): string | undefined;
+  /** Drop the usage-only chunk we asked for on the client's behalf (chat streams). */
+  stripUsage?: boolean;
+  /** Interactions read. */
+  interactionId?: string;
+  request: Request;
+  auth: AuthContext;
+  requestId: string;
+  startedAt: number;
+  /**
+   * Sees a successful non-streamed JSON body (Interactions store provider affinity from
+   * it); returning false means its usage was already counted and is not recorded again.
+   */
+  onBody?(json: any, c: Candidate, res: Headers): boolean | void | Promise<boolean | void>;
+  /** Sees the first bytes of a successful stream. */
+  onStreamStart?(first: Uint8Array, c: Candidate): void | Promise<void>;
+}
+
+export interface Deps {
+  router: Router;
+  meter: UsageMeter;
+  options: GatewayOptions;
+}
+
+const TIMEOUT = "upstream timeout";
+
+/** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
+const retryable = (status: number) => status === 429 || status >= 500;
+
+/**
+ * The data path after validation: try candidates in order until one answers, falling
+ * back on connection errors, timeouts, 429 and 5xx, as long as nothing has reached the
+ * client; then pass the response (or SSE stream) through and record usage once.
+ */
+export async function forward(d: Deps, call: Call): Promise<Response> {
+  const codec = CODECS[call.protocol];
+  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  let used: Candidate | undefined;
+  const record = (status: number) =>
+    d.meter.record({
+      organizationId: call.auth.organizationId,
+      keyId: call.auth.key.id,
+      requestId: call.requestId,
+      surface: call.protocol,
+      publicModel: call.publicModel,
+      upstreamModel: used?.model,
+      provider: used?.provider,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      latencyMs: performance.now() - call.startedAt,
+      status,
+      streamed: call.stream,
+    });
+
+  let last: { status: number; message: string } = { status: 503, message: "no provider candidate was available" };
+  for (const c of call.candidates) {
+    used = c;
+    const ac = new AbortController();
+    const onClientGone = () => ac.abort();
+    call.request.signal.addEventListener("abort", onClientGone, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(TIMEOUT);
+    }, d.options.timeoutMs);
+    const settle = () => {
+      clearTimeout(timer);
+      call.request.signal.removeEventListener("abort", onClientGone);
+    };
+    try {
+      const res = await c.upstream.send({
+        protocol: call.protocol,
+        model: c.model,
+        body: call.body(c),
+        stream: call.stream,
+        clientHeaders: call.request.headers,
+        signal: ac.signal,
+        interactionId: call.interactionId,
+      });
+      if (retryable(res.status)) {
+        const detail = await res.text().catch(() => "");
+        settle();
+        d.router.failed(c);
+        last = { status: res.status, message: `provider ${c.provider} answered ${res.status}${detail ? `: ${clip(detail)}` : ""}` };
+        continue;
+      }
+      if (!res.ok) {
+        // The request itself was refused (400, 404, 413, 422...): no other candidate would
+        // take it either. Passed through as the protocol's own error, except credential
+        // failures, which are ours (the gateway's upstream key), not the client's.
+        const text = await res.text();
+        settle();
+        if (res.status === 401 || res.status === 403) {
+          d.router.failed(c);
+          record(502);
+          throw new ApiError(502, `provider ${c.provider} rejected the gateway's credentials (${res.status})`);
+        }
+        record(res.status);
+        return new Response(text, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+      }
+      if (!call.stream || !res.body) {
+        const text = await res.text();
+        settle();
+        d.router.succeeded(c);
+        const json = parseJson(text);
+        if (json) codec.usageFromBody(json, usage);
+        const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
+        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = 0;
+        record(res.status);
+        return new Response(text, { status: res.status, headers });
+      }
+      // Streams: wait for the first bytes before committing, so an upstream that fails
+      // right after its headers can still fall back.
+      const reader = res.body.getReader();
+      const first = await reader.read();
+      settle();
+      if (first.done || !first.value?.byteLength) {
+        d.router.failed(c);
+        last = { status: 502, message: `provider ${c.provider} ended its stream before any content` };
+        continue;
+      }
+      d.router.succeeded(c);
+      if (call.onStreamStart) await call.onStreamStart(first.value, c);
+      const body = pipeSse(first.value, reader, {
+        codec,
+        strip: call.stripUsage ?? false,
+        pingMs: call.protocol === "messages" ? d.options.pingIntervalMs : 0,
+        usage,
+        finish: record,
+        abort: () => ac.abort(),
+      });
+      return new Response(body, {
+        status: res.status,
+        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" },
+      });
+    } catch (e) {
+      settle();
+      if (e instanceof ApiError) throw e;
+      if (call.request.signal.aborted && !timedOut) {
+        record(499);
+        throw new ApiError(499, "client closed the request");
+      }
+      d.router.failed(c);
+      last = timedOut
+        ? { status: 504, message: `provider ${c.provider} did not answer within ${d.options.timeoutMs} ms` }
+        : { status: 503, message: `provider ${c.provider} is unreachable: ${(e as Error)?.message ?? String(e)}` };
+    }
+  }
+  // Every candidate failed before the first byte: 504 when the last one timed out,
+  // 502 when it answered with an error, 503 when it could not be reached at all.
+  const status = last.status === 504 ? 504 : last.status >= 500 && last.status !== 503 ? 502 : 503;
+  record(status);
+  throw new ApiError(status, status === 503 ? `all provider candidates are unavailable (${last.message})` : last.message);
+}
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function clip(s: string): string {
+  return s.length > 300 ? s.slice(0, 300) + "..." : s;
+}

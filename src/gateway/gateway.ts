@@ -1,0 +1,121 @@
+import type { AuthContext } from "../../plugins/auth";
+import { rawBodies } from "../../plugins/body";
+import { ApiError } from "../../plugins/errors";
+import { catalogFor } from "../catalog";
+import { usageMeterFor } from "../metering";
+import type { Services } from "../services";
+import { gatewayConfig } from "./config";
+import { type Call, type Deps, forward } from "./forward";
+import type { ModelProvider, Protocol } from "./provider";
+import { type Candidate, type ProviderEntry, Router } from "./router";
+import { MAX_SYSTEM_CHARS } from "./schemas";
+
+/** What a surface handler has after validation. */
+export interface Incoming {
+  request: Request;
+  auth: AuthContext;
+  requestId: string;
+  startedAt: number;
+}
+
+/**
+ * The gateway of one running service: the provider instances, the router over them and
+ * the usage meter. Built once per Services (memoized), used by every model surface.
+ */
+export class Gateway {
+  readonly router: Router;
+  readonly providers = new Map<string, ProviderEntry>();
+  readonly deps: Deps;
+
+  constructor(readonly s: Services) {
+    const config = gatewayConfig(s.config.file);
+    for (const inst of s.registry.instancesOf<ModelProvider>("model")) {
+      this.providers.set(inst.name, { name: inst.name, provider: inst.instance, serves: inst.instance.serves ?? inst.plugin.definition.serves });
+    }
+    const catalog = catalogFor(s);
+    this.router = new Router(this.providers, config, { vendorOf: (m) => catalog.get(m)?.vendor });
+    this.deps = { router: this.router, meter: usageMeterFor(s), options: config.options };
+  }
+
+  /**
+   * Forwards a request whose JSON body carries the model (chat, messages, responses,
+   * interactions). The body goes upstream byte for byte unless the model id changes or
+   * something must be added (`patch`); then a shallow copy is serialised once per candidate.
+   */
+  forwardJson(
+    protocol: Protocol,
+    inc: Incoming,
+    body: Record<string, unknown> & { model: string },
+    opts: { patch?: Record<string, unknown>; stripUsage?: boolean; candidates?: Candidate[]; extra?: Partial<Call> } = {},
+  ): Promise<Response> {
+    const model = body.model;
+    const stream = body.stream === true;
+    const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+    const raw = rawBodies.get(inc.request);
+    const patch = opts.patch;
+    return forward(this.deps, {
+      protocol,
+      publicModel: model,
+      stream,
+      candidates,
+      stripUsage: opts.stripUsage,
+      body: (c) => (c.model === model && !patch && raw !== undefined ? raw : JSON.stringify({ ...body, ...patch, model: c.model })),
+      ...inc,
+      ...opts.extra,
+    });
+  }
+
+  /** generateContent: the model is in the path, so the body always goes through unchanged. */
+  forwardPathModel(protocol: Protocol, inc: Incoming, model: string, stream: boolean, body: unknown): Promise<Response> {
+    const candidates = this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+    const raw = rawBodies.get(inc.request) ?? JSON.stringify(body);
+    return forward(this.deps, { protocol, publicModel: model, stream, candidates, body: () => raw, ...inc });
+  }
+
+  compat(protocol: Protocol, inc: Incoming, stream: boolean) {
+    return (c: Candidate) =>
+      c.upstream.incompatible?.({ protocol, model: c.model, stream, clientHeaders: inc.request.headers, signal: inc.request.signal });
+  }
+
+  /** The listing of routable models: configured routes, provider model lists, catalog models of enabled vendors. */
+  listModels(): { id: string; created: number; ownedBy: string }[] {
+    if (this.listing) return this.listing;
+    const catalog = catalogFor(this.s);
+    const seen = new Map<string, { id: string; created: number; ownedBy: string }>();
+    const add = (id: string, ownedBy: string, created?: number) => {
+      if (!seen.has(id)) seen.set(id, { id, ownedBy, created: created ?? catalog.get(id)?.created ?? 0 });
+    };
+    for (const [id, entries] of Object.entries(this.router.routes())) add(id, entries[0]?.provider ?? "gateway");
+    for (const p of this.providers.values()) {
+      for (const id of p.provider.models) add(id, p.name);
+      for (const m of catalog.byVendor(p.provider.vendor)) add(m.id, p.name, m.created);
+    }
+    this.listing = [...seen.values()];
+    return this.listing;
+  }
+  private listing?: { id: string; created: number; ownedBy: string }[];
+}
+
+const gateways = new WeakMap<Services, Gateway>();
+
+export function gatewayFor(s: Services): Gateway {
+  let g = gateways.get(s);
+  if (!g) gateways.set(s, (g = new Gateway(s)));
+  return g;
+}
+
+/** Spec limit: system prompts of at most 100,000 characters, whatever their shape. */
+export function checkSystemLength(text: string | undefined, field: string): void {
+  if (text !== undefined && text.length > MAX_SYSTEM_CHARS) {
+    throw new ApiError(400, `${field} must be at most ${MAX_SYSTEM_CHARS} characters (got ${text.length})`);
+  }
+}
+
+/** Text of a content value that is a string or an array of text parts/blocks. */
+export function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let s = "";
+  for (const part of content) if (part && typeof part.text === "string") s += part.text;
+  return s;
+}

@@ -1,0 +1,18 @@
+import type { RouteModule } from "../app";
+import { gatewayFor } from "./gateway";
+import { gatewayRoutes, gatewaySurfaces } from "./routes";
+
+/**
+ * The model gateway. A request reads top to bottom through:
+ *   routes.ts (surface, schema validation) -> core plugin (auth, limits; before the body is read)
+ *   -> router.ts (candidates for the model) -> forward.ts (provider module sends upstream,
+ *   fallback before the first byte) -> stream.ts (SSE piped back) -> usage meter (batched).
+ */
+export const gatewayModule: RouteModule = {
+  surfaces: gatewaySurfaces,
+  routes: gatewayRoutes,
+  async start(s) {
+    // Build the router now so a bad CONFIG_FILE route stops start-up, not the first request.
+    gatewayFor(s);
+  },
+};

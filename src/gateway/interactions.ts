@@ -1,0 +1,86 @@
+import { and, eq } from "drizzle-orm";
+import { ApiError } from "../../plugins/errors";
+import type { Gateway, Incoming } from "./gateway";
+import { forward } from "./forward";
+import type { Candidate } from "./router";
+import { gatewayInteractions } from "./schema";
+
+const TERMINAL = new Set(["completed", "failed", "cancelled", "incomplete"]);
+
+/**
+ * Interactions (spec: Generative-vendor Interactions). The upstream id is the public id;
+ * the provider that created it is remembered so reads and `previous_interaction_id`
+ * go back to that provider and fail rather than switch (another provider cannot know it).
+ */
+export async function createInteraction(g: Gateway, inc: Incoming, body: Record<string, any> & { model: string }, prefix: string): Promise<Response> {
+  if (body.background === true && body.stream === true) throw new ApiError(400, "background cannot be combined with stream");
+  if (body.agent !== undefined) throw new ApiError(400, "agent Interactions are not supported; give a model");
+  let candidates: Candidate[] | undefined;
+  if (body.previous_interaction_id) {
+    const row = await find(g, inc, body.previous_interaction_id);
+    if (!row) throw new ApiError(400, `previous_interaction_id '${body.previous_interaction_id}' has no provider affinity here; it cannot be continued`);
+    candidates = g.router.candidates(body.model, "interactions", g.compat("interactions", inc, body.stream === true)).filter((c) => c.provider === row.provider);
+    if (!candidates.length) {
+      throw new ApiError(400, `previous_interaction_id '${body.previous_interaction_id}' belongs to provider ${row.provider}, which does not serve model '${body.model}'`);
+    }
+  }
+  const remember = async (id: unknown, c: Candidate, metered: boolean) => {
+    if (typeof id !== "string" || !id) return;
+    await g.s.db
+      .insert(gatewayInteractions)
+      .values({ id, organizationId: inc.auth.organizationId, keyId: inc.auth.key.id, provider: c.provider, upstreamModel: c.model, publicModel: body.model, metered })
+      // An id already taken stays with its first owner: nobody can claim another key's Interaction.
+      .onConflictDoNothing();
+  };
+  return g.forwardJson("interactions", inc, body, {
+    candidates,
+    extra: {
+      async onBody(json, c, headers) {
+        await remember(json.id, c, TERMINAL.has(json.status));
+        if (json.status === "in_progress" && typeof json.id === "string") headers.set("location", `${prefix}/interactions/${encodeURIComponent(json.id)}`);
+      },
+      async onStreamStart(first, c) {
+        // The first event (interaction.created) carries the id.
+        const m = /"id"\s*:\s*"([^"]+)"/.exec(new TextDecoder().decode(first));
+        await remember(m?.[1], c, true);
+      },
+    },
+  });
+}
+
+export async function getInteraction(g: Gateway, inc: Incoming, id: string, prefix: string): Promise<Response> {
+  const row = await find(g, inc, id);
+  // Threat: reading another key's Interaction by guessing its id. Unknown and foreign ids look the same.
+  if (!row) throw new ApiError(404, "interaction not found");
+  const entry = g.providers.get(row.provider);
+  if (!entry) throw new ApiError(503, `provider ${row.provider} of this interaction is no longer configured`);
+  const candidate: Candidate = { provider: row.provider, upstream: entry.provider, model: row.upstreamModel, key: `${row.provider}/${row.upstreamModel}` };
+  return forward(g.deps, {
+    protocol: "interactions",
+    publicModel: row.publicModel,
+    stream: false,
+    candidates: [candidate],
+    body: () => undefined,
+    interactionId: id,
+    ...inc,
+    async onBody(json, _c, headers) {
+      if (json.status === "in_progress") headers.set("location", `${prefix}/interactions/${encodeURIComponent(id)}`);
+      if (row.metered || !TERMINAL.has(json.status)) return false;
+      // Count a background Interaction's usage once, on the first terminal read.
+      const won = await g.s.db
+        .update(gatewayInteractions)
+        .set({ metered: true })
+        .where(and(eq(gatewayInteractions.id, id), eq(gatewayInteractions.metered, false)))
+        .returning({ id: gatewayInteractions.id });
+      return won.length > 0;
+    },
+  });
+}
+
+async function find(g: Gateway, inc: Incoming, id: string) {
+  const [row] = await g.s.db
+    .select()
+    .from(gatewayInteractions)
+    .where(and(eq(gatewayInteractions.id, id), eq(gatewayInteractions.organizationId, inc.auth.organizationId), eq(gatewayInteractions.keyId, inc.auth.key.id)));
+  return row;
+}

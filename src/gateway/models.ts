@@ -1,0 +1,98 @@
+import { Elysia, t } from "elysia";
+import { ApiError } from "../../plugins/errors";
+import { catalogFor } from "../catalog";
+import type { Services } from "../services";
+import type { Gateway } from "./gateway";
+
+const ModelObject = t.Object({
+  id: t.String(),
+  object: t.Literal("model"),
+  created: t.Integer({ description: "Unix seconds (release date where known, else 0)" }),
+  owned_by: t.String({ description: "Provider instance that serves it" }),
+});
+
+const ModelMeta = t.Object({
+  id: t.String(),
+  name: t.Optional(t.String()),
+  vendor: t.String(),
+  kind: t.String(),
+  context_window: t.Optional(t.Integer()),
+  max_output_tokens: t.Optional(t.Integer()),
+  pricing: t.Optional(t.Object({ input_per_mtok: t.Optional(t.Number()), output_per_mtok: t.Optional(t.Number()) }, { description: "USD per million tokens" })),
+  created: t.Optional(t.Integer()),
+  providers: t.Array(t.String(), { description: "Configured provider instances that serve it" }),
+});
+
+const tags = ["model gateway"];
+
+/** Model catalog lookup (spec: `GET /v1/models`, `GET /v1/models/{id_or_name}`, `GET /api/models`). */
+export function modelRoutes(s: Services, g: Gateway) {
+  const catalog = catalogFor(s);
+  const toObject = (m: { id: string; created: number; ownedBy: string }) => ({ id: m.id, object: "model" as const, created: m.created, owned_by: m.ownedBy });
+  return new Elysia()
+    .get("/v1/models", () => ({ object: "list" as const, data: g.listModels().map(toObject) }), {
+      response: t.Object({ object: t.Literal("list"), data: t.Array(ModelObject) }),
+      detail: { tags, summary: "List models", description: "Model ids the gateway can route: configured routes, provider model lists and the catalog models of every enabled vendor (OpenAI list shape)." },
+    })
+    .get(
+      "/v1/models/*",
+      ({ params }) => {
+        const wanted = decodeURIComponent(params["*"]);
+        const list = g.listModels();
+        const found =
+          list.find((m) => m.id === wanted) ??
+          list.find((m) => catalog.get(m.id)?.name?.toLowerCase() === wanted.toLowerCase()) ??
+          explicit(g, wanted) ??
+          byCatalog(g, catalog.get(wanted)?.vendor, wanted);
+        if (!found) throw new ApiError(404, `model '${wanted}' not found`);
+        return toObject(found);
+      },
+      {
+        response: ModelObject,
+        detail: { tags, summary: "Get a model", description: "One routable model by id, by catalog display name, or as `<provider>/<model>`; 404 when the gateway cannot route it." },
+      },
+    )
+    .get(
+      "/api/models",
+      ({ query }) => {
+        const served = new Map<string, string[]>();
+        for (const m of g.listModels()) (served.get(m.id) ?? served.set(m.id, []).get(m.id)!).push(m.ownedBy);
+        const all = query.all === "true";
+        const data = [];
+        for (const m of catalog.list()) {
+          const providers = served.get(m.id) ?? [];
+          if (!all && !providers.length) continue;
+          data.push({
+            id: m.id,
+            name: m.name,
+            vendor: m.vendor,
+            kind: m.kind,
+            context_window: m.contextWindow,
+            max_output_tokens: m.maxOutputTokens,
+            pricing: m.pricing ? { input_per_mtok: m.pricing.inputPerMTok, output_per_mtok: m.pricing.outputPerMTok } : undefined,
+            created: m.created,
+            providers,
+          });
+        }
+        return { data };
+      },
+      {
+        query: t.Object({ all: t.Optional(t.Union([t.Literal("true"), t.Literal("false")], { description: "`true` lists the whole catalog, also models no configured provider serves" })) }),
+        response: t.Object({ data: t.Array(ModelMeta) }),
+        detail: { tags, summary: "Model catalog with metadata", description: "Catalog metadata (vendor, kind, context window, prices in USD per million tokens) of the models the gateway serves." },
+      },
+    );
+}
+
+/** An id the catalog resolves (dated snapshots, aliases) whose vendor has a provider here. */
+function byCatalog(g: Gateway, vendor: string | undefined, id: string) {
+  if (!vendor) return undefined;
+  for (const p of g.providers.values()) if (p.provider.vendor === vendor) return { id, created: 0, ownedBy: p.name };
+  return undefined;
+}
+
+function explicit(g: Gateway, id: string) {
+  const slash = id.indexOf("/");
+  if (slash <= 0 || !g.providers.has(id.slice(0, slash))) return undefined;
+  return { id, created: 0, ownedBy: id.slice(0, slash) };
+}

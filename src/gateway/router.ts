@@ -1,0 +1,196 @@
+import { ApiError } from "../../plugins/errors";
+import { ConfigError } from "../config";
+import type { GatewayConfig } from "./config";
+import type { GenerationType, ModelProvider, Protocol } from "./provider";
+
+/** One upstream option for a request: a provider instance and the model id it knows. */
+export interface Candidate {
+  provider: string;
+  upstream: ModelProvider;
+  model: string;
+  weight?: number;
+  /** Health key (provider + model). */
+  key: string;
+}
+
+export interface ProviderEntry {
+  name: string;
+  provider: ModelProvider;
+  serves: readonly string[];
+}
+
+/** What the router needs from the price catalog: the vendor of a model id. */
+export interface VendorLookup {
+  vendorOf(model: string): string | undefined;
+}
+
+/** What a resolved provider must offer for a request, and how to name that in errors. */
+interface Native {
+  label: string;
+  native: (p: ProviderEntry) => boolean;
+}
+
+const PROTOCOL_NAMES: Record<Protocol, string> = {
+  chat: "chat completions",
+  messages: "messages",
+  responses: "responses",
+  generateContent: "generateContent",
+  interactions: "Interactions",
+};
+
+/** Per protocol, built once: the hot path allocates nothing for it. */
+const PROTOCOL_NATIVE = Object.fromEntries(
+  (Object.keys(PROTOCOL_NAMES) as Protocol[]).map((p) => [p, { label: `${PROTOCOL_NAMES[p]} protocol`, native: (e: ProviderEntry) => e.serves.includes(p) }]),
+) as Record<Protocol, Native>;
+
+/**
+ * Maps a public model name to ordered candidates (spec: What the service does, 3).
+ * Resolution order: a configured route of that exact name; `<provider>/<model>` naming a
+ * provider instance; providers listing the model in their `models`; providers whose
+ * vendor owns the model in the catalog (zero configuration). Only candidates that speak
+ * the surface's protocol natively are kept: there is no protocol translation.
+ */
+export class Router {
+  /** Consecutive failures and cool-down end per candidate key; only candidates that failed have an entry. */
+  private readonly health = new Map<string, { failures: number; until: number }>();
+  /** Resolutions from routes and the catalog (a bounded set), per protocol and model. */
+  private readonly cache = new Map<string, Candidate[]>();
+
+  constructor(
+    private readonly providers: Map<string, ProviderEntry>,
+    private readonly config: GatewayConfig,
+    private readonly catalog: VendorLookup,
+  ) {
+    for (const [model, entries] of Object.entries(config.routes)) {
+      for (const e of entries) {
+        if (!providers.has(e.provider)) {
+          throw new ConfigError(`CONFIG_FILE routes.${model}: provider "${e.provider}" is not configured (known: ${[...providers.keys()].join(", ") || "none"})`);
+        }
+      }
+    }
+  }
+
+  routes(): GatewayConfig["routes"] {
+    return this.config.routes;
+  }
+
+  /** Candidates for one request, in the order to try them. Throws 400/404/503 ApiErrors. */
+  candidates(model: string, protocol: Protocol, compat?: (c: Candidate) => string | undefined): Candidate[] {
+    try {
+      return this.pick(model, protocol, compat);
+    } catch (e) {
+      // Threat: a client-chosen model name of megabytes echoed back in every error body.
+      if (e instanceof ApiError && model.length > 200) throw new ApiError(e.status, e.message.replaceAll(model, model.slice(0, 200) + "..."));
+      throw e;
+    }
+  }
+
+  /**
+   * Candidates for an image / audio / video generation: the same resolution as a
+   * protocol request, keeping providers whose generation capability covers the type.
+   */
+  generationCandidates(model: string, type: GenerationType): Candidate[] {
+    try {
+      return this.pick(model, `gen:${type}`, undefined, { label: `${type} generation`, native: (p) => !!p.provider.generation?.types.includes(type) });
+    } catch (e) {
+      if (e instanceof ApiError && model.length > 200) throw new ApiError(e.status, e.message.replaceAll(model, model.slice(0, 200) + "..."));
+      throw e;
+    }
+  }
+
+  private pick(model: string, protocol: Protocol | `gen:${GenerationType}`, compat?: (c: Candidate) => string | undefined, how?: Native): Candidate[] {
+    const all = this.resolve(model, protocol, how ?? PROTOCOL_NATIVE[protocol as Protocol]);
+    let usable = all;
+    if (compat) {
+      const reasons: string[] = [];
+      usable = all.filter((c) => {
+        const why = compat(c);
+        if (why) reasons.push(why);
+        return !why;
+      });
+      if (!usable.length) throw new ApiError(400, `no provider for model '${model}' accepts this request: ${reasons.join("; ")}`);
+    }
+    const ordered = usable.length > 1 && usable.some((c) => c.weight !== undefined) ? weightedOrder(usable) : usable;
+    if (this.health.size === 0) return ordered;
+    const now = Date.now();
+    const live = ordered.filter((c) => {
+      const h = this.health.get(c.key);
+      return !h || h.until <= now;
+    });
+    if (!live.length) throw new ApiError(503, `all provider candidates for model '${model}' are unavailable; try again later`);
+    return live;
+  }
+
+  private resolve(model: string, protocol: string, how: Native): Candidate[] {
+    const cacheKey = protocol + "\u0000" + model;
+    const hit = this.cache.get(cacheKey);
+    if (hit) return hit;
+    let found: Candidate[] = [];
+    let cacheable = true;
+    const route = this.config.routes[model];
+    if (route) {
+      found = route.map((e) => this.candidate(e.provider, e.model ?? model, e.weight));
+    } else {
+      const slash = model.indexOf("/");
+      if (slash > 0 && this.providers.has(model.slice(0, slash))) {
+        // Explicit selection: any model id, so not cached (the set is unbounded).
+        cacheable = false;
+        found = [this.candidate(model.slice(0, slash), model.slice(slash + 1))];
+      } else {
+        for (const p of this.providers.values()) if (p.provider.models.includes(model)) found.push(this.candidate(p.name, model));
+        const vendor = this.catalog.vendorOf(model);
+        if (vendor) {
+          for (const p of this.providers.values()) {
+            if (p.provider.vendor === vendor && !found.some((c) => c.provider === p.name)) found.push(this.candidate(p.name, model));
+          }
+        }
+      }
+    }
+    if (!found.length) throw new ApiError(404, `model '${model}' not found`);
+    const native = found.filter((c) => how.native(this.providers.get(c.provider)!));
+    if (!native.length) {
+      throw new ApiError(
+        400,
+        `model '${model}' is not available on the ${how.label}: its providers (${found.map((c) => c.provider).join(", ")}) do not ${how.label.endsWith("protocol") ? "speak it natively" : "offer it"}`,
+      );
+    }
+    if (cacheable) this.cache.set(cacheKey, native);
+    return native;
+  }
+
+  private candidate(provider: string, model: string, weight?: number): Candidate {
+    return { provider, upstream: this.providers.get(provider)!.provider, model, weight, key: provider + "/" + model };
+  }
+
+  /** A candidate failed before the first byte (connection error, timeout, 429, 5xx). */
+  failed(c: Candidate): void {
+    const h = this.health.get(c.key) ?? { failures: 0, until: 0 };
+    h.failures++;
+    if (h.failures >= this.config.options.cooldownFailures) h.until = Date.now() + this.config.options.cooldownSeconds * 1000;
+    this.health.set(c.key, h);
+  }
+
+  succeeded(c: Candidate): void {
+    if (this.health.size !== 0) this.health.delete(c.key);
+  }
+}
+
+/**
+ * Weighted random order without replacement: entries with a weight are load-balanced
+ * (higher weight, more often first); entries without one (or weight 0) come after them,
+ * in the order they are listed, as pure fallbacks.
+ */
+function weightedOrder(list: Candidate[]): Candidate[] {
+  const pool = list.filter((c) => (c.weight ?? 0) > 0);
+  const rest = list.filter((c) => !((c.weight ?? 0) > 0));
+  const out: Candidate[] = [];
+  while (pool.length) {
+    let total = 0;
+    for (const c of pool) total += c.weight!;
+    let r = Math.random() * total;
+    let i = 0;
+    while (i < pool.length - 1 && (r -= pool[i].weight!) >= 0) i++;
+    out.push(pool.splice(i, 1)[0]);
+  }
+  return out.concat(rest);
+}

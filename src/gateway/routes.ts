@@ -1,0 +1,129 @@
+import { Elysia, t } from "elysia";
+import { requestContext } from "../../plugins/core";
+import { ApiError } from "../../plugins/errors";
+import type { Surface } from "../../plugins/surfaces";
+import type { Services } from "../services";
+import { checkSystemLength, gatewayFor, type Incoming, textOf } from "./gateway";
+import { createInteraction, getInteraction } from "./interactions";
+import { modelRoutes } from "./models";
+import { ChatBody, GenerateContentBody, InteractionBody, MAX_SYSTEM_CHARS, MessagesBody, ResponsesBody } from "./schemas";
+
+const GENERATE = /^\/v1(beta)?\/models\/[^/]+:(generateContent|streamGenerateContent)$/;
+
+/**
+ * Model surfaces (spec: Authentication and Errors tables): family, credentials and the
+ * spending-limit status per surface. `spendLimitStatus` also marks them as model
+ * surfaces for rate limiting.
+ */
+export const gatewaySurfaces: Surface[] = [
+  { prefix: "/v1/chat/completions", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402 },
+  { prefix: "/v1/responses", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402 },
+  { prefix: "/v1/messages", family: "messages", credentials: "messages", scope: "models", spendLimitStatus: 403 },
+  { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
+  // The generative-vendor SDK defaults to API version v1: the same handlers under /v1.
+  { prefix: "/v1/models", pattern: GENERATE, family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
+  { prefix: "/v1/interactions", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
+  { prefix: "/v1/models", family: "chat", credentials: "bearer", scope: "models" },
+  { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models" },
+];
+
+const tags = ["model gateway"];
+const inc = (c: { request: Request; auth: Incoming["auth"]; requestId: string; startedAt: number }): Incoming => ({
+  request: c.request,
+  auth: c.auth,
+  requestId: c.requestId,
+  startedAt: c.startedAt,
+});
+
+export function gatewayRoutes(s: Services) {
+  const g = gatewayFor(s);
+  const app = new Elysia()
+    .use(requestContext)
+    .post(
+      "/v1/chat/completions",
+      (c) => {
+        const body = c.body;
+        let system = 0;
+        for (const m of body.messages) if (m.role === "system" || m.role === "developer") system += textOf(m.content).length;
+        if (system > MAX_SYSTEM_CHARS) throw new ApiError(400, `the system prompt must be at most ${MAX_SYSTEM_CHARS} characters (got ${system})`);
+        // Usage is read from the stream's last chunk; ask for it when the client did not,
+        // and drop that chunk again on the way back.
+        const wantsUsage = body.stream_options?.include_usage === true;
+        const patch = body.stream === true && !wantsUsage ? { stream_options: { ...(body.stream_options ?? {}), include_usage: true } } : undefined;
+        return g.forwardJson("chat", inc(c), body, { patch, stripUsage: patch !== undefined });
+      },
+      {
+        body: ChatBody,
+        detail: {
+          tags,
+          summary: "Chat completions",
+          description:
+            "OpenAI-compatible chat completions. `model` is a public model name, a configured route or `<provider>/<model>`. Streams (`stream: true`) are SSE ending with `data: [DONE]`. Errors before streaming use the chat error shape; after streaming started they arrive as a `data: {\"error\":...}` chunk. 402 when the key's spending limit is reached.",
+        },
+      },
+    )
+    .post(
+      "/v1/messages",
+      (c) => {
+        checkSystemLength(textOf(c.body.system), "system");
+        return g.forwardJson("messages", inc(c), c.body);
+      },
+      {
+        body: MessagesBody,
+        detail: {
+          tags,
+          summary: "Messages",
+          description:
+            "Messages protocol. Credentials: `x-api-key`, then Bearer. `anthropic-version` (neutral spelling `msgvendor-version`) defaults to 2023-06-01 and is forwarded; `anthropic-beta` (`msgvendor-beta`) is forwarded, filtered by the provider's compatibility rules. Streams keep the strict event order and get `ping` events about every 15 s while idle. 403 when the key's spending limit is reached.",
+        },
+      },
+    )
+    .post(
+      "/v1/responses",
+      (c) => {
+        checkSystemLength(typeof c.body.instructions === "string" ? c.body.instructions : undefined, "instructions");
+        return g.forwardJson("responses", inc(c), c.body);
+      },
+      { body: ResponsesBody, detail: { tags, summary: "Responses", description: "Responses protocol, forwarded to providers that speak it natively. 402 when the key's spending limit is reached." } },
+    );
+  for (const v of ["/v1beta", "/v1"]) {
+    app
+      .post(
+        `${v}/models/:call`,
+        (c) => {
+          const call = c.params.call;
+          const colon = call.lastIndexOf(":");
+          const action = colon < 0 ? "" : call.slice(colon + 1);
+          if (action !== "generateContent" && action !== "streamGenerateContent") throw new ApiError(404, `unknown method '${action || call}'`);
+          const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
+          const sys = c.body.systemInstruction;
+          checkSystemLength(typeof sys === "string" ? sys : textOf((sys as { parts?: unknown })?.parts), "systemInstruction");
+          return g.forwardPathModel("generateContent", inc(c), model, action === "streamGenerateContent", c.body);
+        },
+        {
+          body: GenerateContentBody,
+          params: t.Object({ call: t.String() }),
+          detail: {
+            tags,
+            summary: `generateContent / streamGenerateContent (${v})`,
+            description:
+              "Generative-vendor native protocol: `{model}:generateContent`, or `{model}:streamGenerateContent` for SSE. Credentials: `x-goog-api-key` (neutral `x-genvendor-api-key`), Bearer, or `?key=`. 403 when the key's spending limit is reached.",
+          },
+        },
+      )
+      .post(`${v}/interactions`, (c) => createInteraction(g, inc(c), c.body, v), {
+        body: InteractionBody,
+        detail: {
+          tags,
+          summary: `Create an Interaction (${v})`,
+          description:
+            "Creates an Interaction at a provider that serves Interactions natively. Returns 200 whatever the `status`; an `in_progress` one carries a `Location` to poll. `background` cannot be combined with `stream`. `previous_interaction_id` continues at the provider that created it, or fails.",
+        },
+      })
+      .get(`${v}/interactions/:id`, (c) => getInteraction(g, inc(c), c.params.id, v), {
+        params: t.Object({ id: t.String({ minLength: 1 }) }),
+        detail: { tags, summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
+      });
+  }
+  return app.use(modelRoutes(s, g));
+}

@@ -1,0 +1,22 @@
+import { boolean, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+/**
+ * Provider affinity of Interactions: which provider (and upstream model) created an
+ * upstream Interaction id, and which key may read it. Reads and
+ * `previous_interaction_id` go back to that provider, never to another one.
+ */
+export const gatewayInteractions = pgTable(
+  "gateway_interactions",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull(),
+    keyId: text("key_id").notNull(),
+    provider: text("provider").notNull(),
+    upstreamModel: text("upstream_model").notNull(),
+    publicModel: text("public_model").notNull(),
+    /** Usage of a terminal result was recorded (create or a later read): never count it twice. */
+    metered: boolean("metered").notNull().default(false),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("gateway_interactions_key_idx").on(t.keyId)],
+);

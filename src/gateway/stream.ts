@@ -1,0 +1,183 @@
+import type { ProtocolCodec, StreamEvent, Usage } from "./protocols";
+
+const encoder = new TextEncoder();
+const PING = encoder.encode('event: ping\ndata: {"type": "ping"}\n\n');
+const IDLE = Symbol("idle");
+
+type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
+
+export interface PipeOptions {
+  codec: ProtocolCodec;
+  /** Drop the usage-only chunk (we asked upstream for usage, the client did not). */
+  strip: boolean;
+  /** Send a `ping` event after this much upstream silence (messages protocol); 0 = never. */
+  pingMs: number;
+  usage: Usage;
+  /** Called once when the stream ends, fails or the client goes away, with the final status. */
+  finish(status: number): void;
+  /** Aborts the upstream request. */
+  abort(): void;
+}
+
+/**
+ * Pipes an upstream SSE body to the client as it arrives. Pull-based, so the client's
+ * read pace drives the upstream reads (backpressure); a client that goes away cancels
+ * the stream, which aborts the upstream request. Upstream bytes pass through unchanged
+ * unless a usage-only chunk must be dropped; events are only looked at to read usage
+ * and to notice a stream that ends early, which then gets an error event in the
+ * protocol's own format (the HTTP status has already been sent).
+ */
+export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cancel(reason?: unknown): Promise<void> }, o: PipeOptions): ReadableStream<Uint8Array> {
+  const tap = new SseTap(o.codec, o.strip, o.usage);
+  let pending: Promise<ReadResult> | undefined;
+  let done = false;
+  const end = (status: number) => {
+    if (done) return;
+    done = true;
+    o.finish(status);
+  };
+  const firstOut = tap.push(first);
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        if (firstOut) controller.enqueue(firstOut);
+      },
+      async pull(controller) {
+        for (;;) {
+          let r: ReadResult | typeof IDLE;
+          try {
+            pending ??= reader.read();
+            r = o.pingMs ? await raceIdle(pending, o.pingMs) : await pending;
+          } catch (e) {
+            if (done) return;
+            controller.enqueue(encoder.encode(o.codec.errorEvent(502, `upstream stream failed: ${(e as Error)?.message ?? "connection lost"}`)));
+            controller.close();
+            end(502);
+            return;
+          }
+          if (r === IDLE) {
+            // Only between events, never inside one, and never before the first event.
+            if (tap.atBoundary() && tap.events > 0) {
+              controller.enqueue(PING);
+              return;
+            }
+            continue;
+          }
+          pending = undefined;
+          if (r.done) {
+            const rest = tap.flush();
+            if (rest) controller.enqueue(rest);
+            if (o.codec.hasTerminalEvent && !tap.terminal) {
+              controller.enqueue(encoder.encode(o.codec.errorEvent(502, "upstream stream ended before completion")));
+              controller.close();
+              end(502);
+              return;
+            }
+            controller.close();
+            end(200);
+            return;
+          }
+          const out = tap.push(r.value);
+          if (out) {
+            controller.enqueue(out);
+            return;
+          }
+        }
+      },
+      cancel() {
+        // The client went away: stop the upstream work it was paying for.
+        end(499);
+        o.abort();
+        reader.cancel().catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+function raceIdle<T>(p: Promise<T>, ms: number): Promise<T | typeof IDLE> {
+  let timer: ReturnType<typeof setTimeout>;
+  const idle = new Promise<typeof IDLE>((resolve) => {
+    timer = setTimeout(resolve, ms, IDLE);
+  });
+  return Promise.race([p, idle]).finally(() => clearTimeout(timer));
+}
+
+/** Splits SSE text into events as bytes flow past; keeps at most one partial event. */
+export class SseTap {
+  private readonly decoder = new TextDecoder();
+  private buf = "";
+  events = 0;
+  terminal = false;
+
+  constructor(
+    private readonly codec: ProtocolCodec,
+    private readonly strip: boolean,
+    private readonly usage: Usage,
+  ) {}
+
+  atBoundary(): boolean {
+    return this.buf.length === 0;
+  }
+
+  /** Returns what to send for this upstream chunk (the chunk itself unless something was dropped). */
+  push(chunk: Uint8Array): Uint8Array | undefined {
+    this.buf += this.decoder.decode(chunk, { stream: true });
+    if (!this.strip) {
+      this.scan(false);
+      return chunk;
+    }
+    const kept = this.scan(true);
+    return kept ? encoder.encode(kept) : undefined;
+  }
+
+  /** End of stream: the last event may lack its blank line. */
+  flush(): Uint8Array | undefined {
+    this.buf += this.decoder.decode();
+    if (!this.buf.trim()) {
+      this.buf = "";
+      return undefined;
+    }
+    this.buf += "\n\n";
+    const kept = this.scan(this.strip);
+    return this.strip && kept ? encoder.encode(kept) : undefined;
+  }
+
+  /** Handles every complete event in the buffer; returns the kept events' text when filtering. */
+  private scan(filter: boolean): string {
+    let kept = "";
+    let start = 0;
+    const buf = this.buf.includes("\r") ? (this.buf = this.buf.replace(/\r\n?/g, "\n")) : this.buf;
+    for (;;) {
+      const end = buf.indexOf("\n\n", start);
+      if (end < 0) break;
+      const raw = buf.slice(start, end + 2);
+      start = end + 2;
+      const ev = parseEvent(raw);
+      if (!ev) {
+        if (filter) kept += raw;
+        continue;
+      }
+      this.events++;
+      const verdict = this.codec.onEvent(ev, this.usage, this.strip);
+      if (verdict?.terminal) this.terminal = true;
+      if (filter && !verdict?.drop) kept += raw;
+    }
+    this.buf = start === 0 ? buf : buf.slice(start);
+    return kept;
+  }
+}
+
+function parseEvent(raw: string): StreamEvent | undefined {
+  let name = "";
+  let data: string | undefined;
+  for (const line of raw.split("\n")) {
+    if (line.startsWith("data:")) {
+      const v = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+      data = data === undefined ? v : data + "\n" + v;
+    } else if (line.startsWith("event:")) {
+      name = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
+    }
+  }
+  return data === undefined ? undefined : { name, data };
+}

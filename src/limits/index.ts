@@ -1,0 +1,65 @@
+import { Elysia } from "elysia";
+import { ApiError } from "../../plugins/errors";
+import type { RouteModule } from "../app";
+import { ConfigError } from "../config";
+import type { Services } from "../services";
+import { RedisRateLimiter } from "./redis";
+import { type LimitVerdict, LocalRateLimiter, type RateLimiter } from "./window";
+
+export { LocalRateLimiter, type RateLimiter, type LimitVerdict, WINDOW_MS } from "./window";
+export { RedisRateLimiter, SLIDING_WINDOW_LUA } from "./redis";
+
+// The spec's messages, word for word. 429 bodies are flat on every surface, with no
+// Retry-After or X-RateLimit-* headers (spec: Errors, Limits).
+export const RATE_LIMIT_MESSAGES = {
+  key: "API key rate limit exceeded",
+  global: "global rate limit exceeded",
+} as const;
+
+const refused = (verdict: Exclude<LimitVerdict, null>) => new ApiError(429, RATE_LIMIT_MESSAGES[verdict], { flat: true, code: "rate_limit_exceeded" });
+
+/** RATE_LIMIT_RPM: the platform-wide cap in requests per minute (0 or unset: none). */
+export function globalLimitFrom(env: Record<string, string | undefined>): number {
+  const raw = env.RATE_LIMIT_RPM;
+  if (raw === undefined || raw === "") return 0;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`RATE_LIMIT_RPM must be a non-negative integer (got "${raw}")`);
+  return n;
+}
+
+/** The limiter the configuration asks for: shared through Redis with REDIS_URL, in-process otherwise. */
+export async function createRateLimiter(s: Services): Promise<RateLimiter> {
+  const globalLimit = globalLimitFrom(s.config.env);
+  if (!s.config.redisUrl) return new LocalRateLimiter(globalLimit);
+  const limiter = new RedisRateLimiter({
+    url: s.config.redisUrl,
+    prefix: s.config.env.REDIS_KEY_PREFIX ?? "gateway:",
+    globalLimit,
+    log: s.log,
+  });
+  await limiter.start();
+  return limiter;
+}
+
+/**
+ * Rate limits on every model surface (those that declare a spend-limit status): a
+ * one-minute sliding window over the platform-wide cap and the key's own `rpm`.
+ * Runs after authentication, before the body is read, so refused requests cost little.
+ */
+export const limitsModule: RouteModule = {
+  surfaces: [],
+  routes: () => new Elysia({ name: "limits" }),
+  async start(s) {
+    const limiter = await createRateLimiter(s);
+    s.afterAuth.push((auth, surface) => {
+      if (!surface.spendLimitStatus) return;
+      const verdict = limiter.acquire(auth.key.id, auth.key.rpm ?? 0);
+      if (verdict === null) return;
+      if (typeof verdict === "string") throw refused(verdict);
+      return verdict.then((v) => {
+        if (v) throw refused(v);
+      });
+    });
+    return () => limiter.close();
+  },
+};

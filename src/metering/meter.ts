@@ -1,0 +1,205 @@
+import { sql } from "drizzle-orm";
+import type { Catalog } from "../catalog";
+import type { Db } from "../db/client";
+import { newId } from "../ids";
+import type { Logger } from "../log";
+import { usageRecords } from "./schema";
+
+export interface UsageRecord {
+  organizationId: string;
+  keyId: string;
+  requestId: string;
+  surface: "chat" | "messages" | "responses" | "generateContent" | "interactions" | (string & {});
+  publicModel: string;
+  upstreamModel?: string;
+  provider?: string;
+  inputTokens: number;
+  outputTokens: number;
+  latencyMs: number;
+  status: number;
+  streamed: boolean;
+  /**
+   * USD, when the caller priced the request itself (generation tasks: per image, per
+   * second, per character); otherwise the catalog prices the tokens.
+   */
+  cost?: number;
+}
+
+export interface UsageMeter {
+  /** Queues one request's usage. Never throws, never waits: the request is not slowed by metering. */
+  record(u: UsageRecord): void;
+}
+
+export interface MeterOptions {
+  /** How often queued records are written. */
+  flushMs?: number;
+  /** Rows per INSERT. */
+  maxBatch?: number;
+  /**
+   * Records kept while the database is unreachable. Threat: a long database outage
+   * must not grow memory without bound; past this, the oldest records are dropped (logged).
+   */
+  maxQueued?: number;
+}
+
+type Queued = UsageRecord & { at: Date };
+
+const INT4_MAX = 2_147_483_647;
+/** Client-chosen strings (model names) are clipped: a 1 MB model name must not land in every usage row. */
+const MAX_TEXT = 256;
+
+/**
+ * Usage metering off the hot path: `record` pushes onto an in-memory queue; a timer
+ * writes queued records in one transaction per batch (multi-row INSERT plus one UPDATE
+ * adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
+ * process's key cache picks up the new spend and the spending limit takes effect).
+ * Costs come from the catalog at write time. A failed write puts the batch back and
+ * retries; `close()` drains the queue at shutdown.
+ */
+export class BatchingUsageMeter implements UsageMeter {
+  private queue: Queued[] = [];
+  private timer?: ReturnType<typeof setInterval>;
+  private running?: Promise<void>;
+  private closed = false;
+  private dropped = 0;
+  private readonly flushMs: number;
+  private readonly maxBatch: number;
+  private readonly maxQueued: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly catalog: Catalog,
+    private readonly log: Logger,
+    opts: MeterOptions = {},
+  ) {
+    this.flushMs = opts.flushMs ?? 250;
+    this.maxBatch = opts.maxBatch ?? 500;
+    this.maxQueued = opts.maxQueued ?? 100_000;
+    this.timer = setInterval(() => {
+      if (this.queue.length && !this.running) void this.flush();
+    }, this.flushMs);
+    this.timer.unref?.();
+  }
+
+  record(u: UsageRecord): void {
+    try {
+      // A record that can never be written must not enter the queue: it would fail every
+      // batch it is in, and batches are retried whole.
+      if (!u || typeof u.organizationId !== "string" || !u.organizationId || typeof u.keyId !== "string" || !u.keyId || typeof u.publicModel !== "string") {
+        this.log.error("usage record without organization, key or model ignored", { requestId: u?.requestId });
+        return;
+      }
+      if (this.queue.length >= this.maxQueued) {
+        this.queue.shift();
+        if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
+      }
+      this.queue.push({ ...u, at: new Date() });
+      // After close() (a late request finishing during shutdown) there is no timer: write now.
+      if ((this.closed || this.queue.length >= this.maxBatch) && !this.running) queueMicrotask(() => void this.flush());
+    } catch (err) {
+      this.log.error("usage record rejected", { err });
+    }
+  }
+
+  /** Records queued and not yet written (tests, diagnostics). */
+  pending(): number {
+    return this.queue.length;
+  }
+
+  /** Writes everything queued so far. Concurrent calls share the running write. */
+  async flush(): Promise<void> {
+    while (this.running) await this.running;
+    if (!this.queue.length) return;
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /** Stops the timer and writes what is left, retrying a few times (shutdown, before the database closes). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    for (let attempt = 0; attempt < 5 && (this.queue.length || this.running); attempt++) {
+      await this.flush();
+      if (this.queue.length) await Bun.sleep(100 * (attempt + 1));
+    }
+    if (this.queue.length) this.log.error("usage records lost at shutdown: database unreachable", { count: this.queue.length });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        await this.write(batch);
+      } catch (err) {
+        // Nothing of the batch was committed (one transaction): put it back, oldest first.
+        this.queue.unshift(...batch);
+        if (this.queue.length > this.maxQueued) this.queue.splice(0, this.queue.length - this.maxQueued);
+        this.log.warn("usage write failed; will retry", { err, queued: this.queue.length });
+        return;
+      }
+    }
+  }
+
+  private async write(batch: Queued[]): Promise<void> {
+    const spend = new Map<string, number>();
+    const rows = batch.map((u) => {
+      const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
+      // Priced by what actually ran upstream; the public name when the upstream id is unknown.
+      const cost =
+        typeof u.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0
+          ? u.cost
+          : ((u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage) : undefined) ?? this.catalog.cost(u.publicModel, usage));
+      if (cost && cost > 0) spend.set(u.keyId, (spend.get(u.keyId) ?? 0) + cost);
+      return {
+        id: newId("use_"),
+        organization_id: u.organizationId,
+        key_id: u.keyId,
+        request_id: clip(u.requestId) ?? "",
+        surface: clip(u.surface) ?? "",
+        public_model: clip(u.publicModel) ?? "",
+        upstream_model: clip(u.upstreamModel) ?? null,
+        provider: clip(u.provider) ?? null,
+        input_tokens: usage.inputTokens,
+        output_tokens: usage.outputTokens,
+        cost: cost ?? null,
+        latency_ms: int(u.latencyMs),
+        status: int(u.status),
+        streamed: !!u.streamed,
+        created_at: u.at.toISOString(),
+      };
+    });
+    // Keys in a fixed order, so two processes updating the same keys lock them alike.
+    const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
+    // One statement, so one round trip and atomic on its own: the rows and the spend they
+    // add are committed together or not at all. The batch travels as one JSON parameter:
+    // thousands of bind parameters cost more to build and parse than the insert itself.
+    await this.db.execute(sql`
+      with inserted as (
+        insert into ${usageRecords} (id, organization_id, key_id, request_id, surface, public_model, upstream_model, provider,
+                                   input_tokens, output_tokens, cost, latency_ms, status, streamed, created_at)
+        select id, organization_id, key_id, request_id, surface, public_model, upstream_model, provider,
+               input_tokens, output_tokens, cost, latency_ms, status, streamed, created_at
+        from json_to_recordset(${JSON.stringify(rows)}::json) as r(
+          id text, organization_id text, key_id text, request_id text, surface text, public_model text, upstream_model text,
+          provider text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer,
+          streamed boolean, created_at timestamptz)
+        returning 1
+      )
+      update api_keys as k set spent = k.spent + v.cost, updated_at = now()
+      from json_to_recordset(${JSON.stringify(keys)}::json) as v(id text, cost numeric)
+      where k.id = v.id`);
+  }
+}
+
+function int(n: unknown): number {
+  const v = Math.round(Number(n));
+  return Number.isFinite(v) ? Math.min(INT4_MAX, Math.max(0, v)) : 0;
+}
+
+function clip(s: string | undefined): string | undefined {
+  if (s === undefined || s === null) return undefined;
+  return s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s;
+}

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
+import type { LLMock } from "@copilotkit/aimock";
+import OpenAI from "openai";
+import { startTestService, type TestService } from "../helpers/service";
+import { destroyedAtUpstream, eventually, startUpstream, usageOf } from "./helpers";
+
+// Two real upstreams (primary, secondary) and one address that refuses connections,
+// wired through CONFIG_FILE providers and routes.
+let primary: LLMock;
+let secondary: LLMock;
+let svc: TestService;
+let key: string;
+let keyId: string;
+let openai: OpenAI;
+
+const hits = (mock: LLMock, text: string) =>
+  mock.getRequests().filter((r) => JSON.stringify(r.body ?? "").includes(text)).length;
+
+beforeAll(async () => {
+  primary = await startUpstream();
+  secondary = await startUpstream();
+  primary.onMessage("fallback on 500", { error: { message: "primary broke", type: "server_error" }, status: 500 });
+  primary.onMessage("fallback on 429", { error: { message: "slow down", type: "rate_limit_error" }, status: 429 });
+  primary.onMessage("always failing", { error: { message: "primary broke", type: "server_error" }, status: 500 });
+  primary.onMessage("too slow", { content: "late" }, { chaos: { latencyMs: 1500 } });
+  primary.onMessage("cut me off", { content: "This answer will be cut off after a few chunks, sadly." }, { chunkSize: 4, truncateAfterChunks: 4, latency: 40 });
+  primary.onMessage("long story", { content: "word ".repeat(150) }, { chunkSize: 5, latency: 25 });
+  primary.onMessage("slow messages", { content: "abcdefgh" }, { chunkSize: 2, latency: 150 });
+  primary.onMessage("beta check", { content: "from primary" });
+  primary.onMessage("who answers", { content: "from primary" });
+  for (const m of ["fallback on 500", "fallback on 429", "always failing", "refused first", "beta check", "who answers"]) {
+    secondary.onMessage(m, { content: "from secondary" });
+  }
+  const config = {
+    providers: {
+      primary: { plugin: "openai", apiKey: "k1", baseURL: `${primary.url}/v1` },
+      secondary: { plugin: "openai", apiKey: "k2", baseURL: `${secondary.url}/v1` },
+      dead: { plugin: "openai", apiKey: "k3", baseURL: "http://127.0.0.1:1/v1" },
+      claude: { plugin: "anthropic", apiKey: "k4", baseURL: primary.url },
+      "claude-picky": { plugin: "anthropic", apiKey: "k5", baseURL: secondary.url, betas: ["known-beta"], unsupportedBetas: "skip" },
+    },
+    routes: {
+      "duo-500": [{ provider: "primary", model: "m500" }, { provider: "secondary", model: "m500" }],
+      "duo-429": [{ provider: "primary", model: "m429" }, { provider: "secondary", model: "m429" }],
+      "via-dead": [{ provider: "dead", model: "m" }, { provider: "secondary", model: "m" }],
+      "cooling": [{ provider: "primary", model: "cool" }, { provider: "secondary", model: "cool" }],
+      "dead-only": [{ provider: "dead", model: "m" }],
+      "broken-only": [{ provider: "primary", model: "broken" }],
+      slow: [{ provider: "primary", model: "slow" }],
+      trunc: [{ provider: "primary", model: "trunc" }, { provider: "secondary", model: "trunc" }],
+      long: [{ provider: "primary", model: "long" }],
+      "claude-slow": [{ provider: "claude", model: "claude-slow" }],
+      "claude-duo": [{ provider: "claude-picky", model: "claude-x" }, { provider: "claude", model: "claude-x" }],
+      weighted: [{ provider: "primary", model: "w", weight: 0 }, { provider: "secondary", model: "w", weight: 5 }],
+    },
+    gateway: { timeoutMs: 600, cooldownFailures: 2, cooldownSeconds: 60, pingIntervalMs: 60 },
+  };
+  const file = join(tmpdir(), `gateway-routing-${process.pid}-${Date.now()}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  svc = await startTestService({ CONFIG_FILE: file });
+  const org = await svc.org();
+  ({ key, id: keyId } = await svc.key(org));
+  openai = new OpenAI({ baseURL: `${svc.url}/v1`, apiKey: key, maxRetries: 0 });
+}, 60_000);
+
+afterAll(async () => {
+  await svc?.close();
+  await primary?.stop();
+  await secondary?.stop();
+});
+
+const chat = (model: string, content: string) => openai.chat.completions.create({ model, messages: [{ role: "user", content }] });
+
+describe("fallback before the first byte", () => {
+  test("first candidate answers 500: the second serves the request", async () => {
+    const r = await chat("duo-500", "fallback on 500");
+    expect(r.choices[0].message.content).toBe("from secondary");
+    expect(hits(primary, "fallback on 500")).toBe(1);
+    expect(hits(secondary, "fallback on 500")).toBe(1);
+    const row = (await usageOf(svc, keyId)).find((u) => u.publicModel === "duo-500");
+    expect(row).toMatchObject({ provider: "secondary", upstreamModel: "m500", status: 200 });
+  });
+
+  test("first candidate answers 429: the second serves the request", async () => {
+    const r = await chat("duo-429", "fallback on 429");
+    expect(r.choices[0].message.content).toBe("from secondary");
+    expect(hits(primary, "fallback on 429")).toBe(1);
+  });
+
+  test("first candidate refuses connections: the second serves the request", async () => {
+    const r = await chat("via-dead", "refused first");
+    expect(r.choices[0].message.content).toBe("from secondary");
+  });
+
+  test("a candidate that keeps failing is skipped for the cool-down", async () => {
+    for (let i = 0; i < 4; i++) expect((await chat("cooling", "always failing")).choices[0].message.content).toBe("from secondary");
+    // Two failures (cooldownFailures) put it in cool-down; the next two requests never reached it.
+    expect(hits(primary, "always failing")).toBe(2);
+    expect(hits(secondary, "always failing")).toBe(4);
+  });
+
+  test("all candidates unavailable: 503; upstream error: 502; timeout: 504", async () => {
+    const dead = await chat("dead-only", "anything").catch((e) => e);
+    expect(dead).toBeInstanceOf(OpenAI.APIError);
+    expect(dead.status).toBe(503);
+    const broken = await chat("broken-only", "always failing").catch((e) => e);
+    expect(broken.status).toBe(502);
+    expect(broken.message).toContain("primary broke");
+    const slow = await chat("slow", "too slow").catch((e) => e);
+    expect(slow.status).toBe(504);
+    const rows = await usageOf(svc, keyId);
+    expect(rows.filter((u) => ["dead-only", "broken-only", "slow"].includes(u.publicModel)).map((u) => u.status).sort()).toEqual([502, 503, 504]);
+  });
+
+  test("<provider>/<model> selects a provider; weights order candidates", async () => {
+    expect((await chat("secondary/gpt-4o-mini", "who answers")).choices[0].message.content).toBe("from secondary");
+    expect(secondary.getLastRequest()!.body).toMatchObject({ model: "gpt-4o-mini" });
+    expect((await chat("primary/gpt-4o-mini", "who answers")).choices[0].message.content).toBe("from primary");
+    for (let i = 0; i < 3; i++) expect((await chat("weighted", "who answers")).choices[0].message.content).toBe("from secondary");
+    const unknown = await chat("nobody/gpt-4o-mini", "who answers").catch((e) => e);
+    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  test("msgvendor-beta compatibility: a candidate that cannot take a beta is skipped", async () => {
+    const anthropic = new Anthropic({ baseURL: svc.url, apiKey: key, maxRetries: 0 });
+    const ask = (beta: string) =>
+      anthropic.messages.create({ model: "claude-duo", max_tokens: 8, messages: [{ role: "user", content: "beta check" }] }, { headers: { "anthropic-beta": beta } });
+    expect((await ask("other-beta")).content[0]).toMatchObject({ text: "from primary" });
+    expect((await ask("known-beta")).content[0]).toMatchObject({ text: "from secondary" });
+    expect(secondary.getLastRequest()!.headers["anthropic-beta"]).toBe("known-beta");
+  });
+});
+
+describe("streams", () => {
+  test("a failure after the stream started arrives as an in-stream error event", async () => {
+    const stream = await openai.chat.completions.create({ model: "trunc", messages: [{ role: "user", content: "cut me off" }], stream: true });
+    let text = "";
+    const err = await (async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+    })().catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(String(err.message)).toContain("upstream stream");
+    expect(text.length).toBeGreaterThan(0);
+    // No fallback once bytes reached the client.
+    expect(hits(secondary, "cut me off")).toBe(0);
+    const row = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === "trunc"));
+    expect(row.status).toBe(502);
+  });
+
+  test("a client that disconnects mid-stream cancels the upstream request", async () => {
+    const ac = new AbortController();
+    const res = await svc.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "long", messages: [{ role: "user", content: "long story" }], stream: true }),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    ac.abort();
+    // The upstream saw its response torn down long before its ~3 s stream would have ended.
+    await eventually(async () => ((await destroyedAtUpstream(primary, "/v1/chat/completions")) >= 1 ? true : undefined), 2500);
+    const row = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === "long"));
+    expect(row.status).toBe(499);
+  });
+
+  test("messages streams get ping events while the upstream is idle, between events only", async () => {
+    const res = await svc.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-slow", max_tokens: 16, stream: true, messages: [{ role: "user", content: "slow messages" }] }),
+    });
+    const names = (await res.text())
+      .split("\n\n")
+      .filter(Boolean)
+      .map((ev) => /^event: (.+)$/m.exec(ev)?.[1]);
+    expect(names.filter((n) => n === "ping").length).toBeGreaterThan(0);
+    expect(names[0]).toBe("message_start");
+    const rest = names.filter((n) => n !== "ping");
+    expect(rest.at(-1)).toBe("message_stop");
+    expect(rest.at(-2)).toBe("message_delta");
+    // The SDK reads the same stream (pings included) without trouble.
+    const anthropic = new Anthropic({ baseURL: svc.url, apiKey: key, maxRetries: 0 });
+    const final = await anthropic.messages.stream({ model: "claude-slow", max_tokens: 16, messages: [{ role: "user", content: "slow messages" }] }).finalMessage();
+    expect(final.content[0]).toMatchObject({ type: "text", text: "abcdefgh" });
+  }, 20_000);
+});

