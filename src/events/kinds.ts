@@ -1,0 +1,36 @@
+import type { ResourceType } from "./record";
+
+/** Event kinds per resource type (spec: Events, Event kinds). */
+export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
+  sandbox: [
+    "sandbox.lifecycle.created",
+    "sandbox.lifecycle.updated",
+    "sandbox.lifecycle.paused",
+    "sandbox.lifecycle.resumed",
+    "sandbox.lifecycle.killed",
+    "router.process.completed",
+    "router.skill.completed",
+  ],
+  session: [
+    "user.message",
+    "agent.message",
+    "agent.tool_use",
+    "agent.tool_result",
+    "session.status_running",
+    "session.status_idle",
+    "session.error",
+  ],
+  // Only the asynchronous image, video and audio generation outcomes exist for models.
+  model: ["model.generation.completed", "model.generation.failed", "model.generation.timeout"],
+};
+
+export const RESOURCE_TYPES = Object.keys(EVENT_KINDS) as ResourceType[];
+
+export function isResourceType(v: string): v is ResourceType {
+  return (RESOURCE_TYPES as string[]).includes(v);
+}
+
+/** The resource type a kind belongs to, if it is a known kind. */
+export function resourceTypeOfKind(kind: string): ResourceType | undefined {
+  return RESOURCE_TYPES.find((r) => EVENT_KINDS[r].includes(kind));
+}
