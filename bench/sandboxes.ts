@@ -1,0 +1,175 @@
+// Sandbox benchmark (local bubblewrap backend), through the HTTP API of an in-process
+// service on 127.0.0.1: create-to-first-command-result, exec round trip (`echo hi`),
+// pause and resume, and what N idle sandboxes cost in memory. Baselines measured in the
+// same run: spawning `echo hi` directly on the host, and a one-shot `bwrap ... echo hi`
+// (what a design that starts a new bwrap per command would pay per command).
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../src/config";
+import { startServer } from "../src/server";
+import { pidsInNamespace } from "../src/sandboxes/local/procfs";
+import postgres from "postgres";
+import { fmt, percentile } from "./lib";
+
+const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
+
+async function time(n: number, fn: () => Promise<void>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await fn();
+    out.push(performance.now() - t0);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+function pssKiB(pid: number): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** BENCH_DATABASE_URL=postgres://... runs on a fresh database on that server instead of PGlite. */
+async function database(): Promise<{ url?: string; label: string; drop(): Promise<void> }> {
+  const serverUrl = process.env.BENCH_DATABASE_URL;
+  if (!serverUrl) return { label: "PGlite (embedded, on disk)", drop: async () => {} };
+  const name = `bench_sbx_${process.pid}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    label: "PostgreSQL (BENCH_DATABASE_URL)",
+    async drop() {
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+export async function run() {
+  if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
+  const dataDir = mkdtempSync(join(tmpdir(), "bench-sbx-"));
+  const db = await database();
+  const server = await startServer(
+    loadConfig({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "warn",
+      BOOTSTRAP: "false",
+      PATH: process.env.PATH,
+      SANDBOX_REAPER_INTERVAL_MS: "60000",
+      ...(db.url ? { DATABASE_URL: db.url } : {}),
+    }),
+  );
+  const s = server.services;
+  const org = await s.keys.createOrganization("bench");
+  const { key } = await s.keys.createKey({ organizationId: org.id, name: "bench" });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(server.url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  };
+  const created: string[] = [];
+  try {
+    const loadAvg = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+    // Baselines.
+    const hostEcho = await time(100, async () => {
+      await Bun.spawn(["echo", "hi"], { stdout: "ignore" }).exited;
+    });
+    const oneShot = await time(30, async () => {
+      await Bun.spawn(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--", "echo", "hi"], { stdout: "ignore" }).exited;
+    });
+
+    // Warm-up (JIT, database).
+    for (let i = 0; i < 3; i++) {
+      const sb = await call("POST", "/sandboxes", { templateID: "base" });
+      await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
+      await call("DELETE", `/sandboxes/${sb.sandboxID}`);
+    }
+
+    const createFirst = await time(30, async () => {
+      const sb = await call("POST", "/sandboxes", { templateID: "base" });
+      const r = await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
+      if (r.stdout !== "hi\n") throw new Error("wrong output");
+      created.push(sb.sandboxID);
+    });
+    const id = created[0];
+    const exec = await time(200, async () => {
+      await call("POST", `/sandboxes/${id}/processes`, { cmd: "echo", args: ["hi"] });
+    });
+    const pause: number[] = [];
+    const resume: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      let t0 = performance.now();
+      await call("POST", `/sandboxes/${id}/pause`);
+      pause.push(performance.now() - t0);
+      t0 = performance.now();
+      await call("POST", `/sandboxes/${id}/connect`, {});
+      resume.push(performance.now() - t0);
+    }
+    pause.sort((a, b) => a - b);
+    resume.sort((a, b) => a - b);
+    for (const sid of created.splice(0)) await call("DELETE", `/sandboxes/${sid}`);
+
+    // Idle sandboxes: create IDLE, measure their processes' memory, prove each answers.
+    const t0 = performance.now();
+    for (let i = 0; i < IDLE; i++) created.push((await call("POST", "/sandboxes", { templateID: "base" })).sandboxID);
+    const createAll = performance.now() - t0;
+    let answered = 0;
+    for (const sid of created) {
+      const r = await call("POST", `/sandboxes/${sid}/processes`, { cmd: "echo", args: ["hi"] });
+      if (r.stdout === "hi\n") answered++;
+    }
+    const { sandboxes } = await import("../src/sandboxes/schema");
+    const rows = await s.db.select().from(sandboxes);
+    let pss = 0;
+    let procs = 0;
+    for (const row of rows) {
+      if (row.status !== "running") continue;
+      const st = row.backendState as { initPid: number; pidNs: string };
+      const inNs = pidsInNamespace(st.pidNs);
+      // The bwrap monitor outside the namespace is the init's parent.
+      const monitor = Number(readFileSync(`/proc/${st.initPid}/stat`, "utf8").split(") ")[1].split(" ")[1]);
+      for (const pid of [...inNs, monitor]) {
+        pss += pssKiB(pid);
+        procs++;
+      }
+    }
+
+    const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
+    console.log(`In-process service, HTTP on 127.0.0.1, ${db.label}; load average at start ${loadAvg}; ${createFirst.length} creates, ${exec.length} execs, ${pause.length} pause/resume pairs.\n`);
+    console.log("| operation | p50 ms | p99 ms | vs baseline (p50) |");
+    console.log("|---|---:|---:|---:|");
+    console.log(`| baseline: spawn \`echo hi\` on the host | ${p(hostEcho, 50)} | ${p(hostEcho, 99)} | 1.00x |`);
+    console.log(`| baseline: one-shot \`bwrap --unshare-all ... echo hi\` | ${p(oneShot, 50)} | ${p(oneShot, 99)} | ${fmt(percentile(oneShot, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
+    console.log(`| create + first command result (\`echo hi\`), API | ${p(createFirst, 50)} | ${p(createFirst, 99)} | ${fmt(percentile(createFirst, 50) / percentile(oneShot, 50), 2)}x one-shot bwrap |`);
+    console.log(`| exec round trip (\`echo hi\`), API | ${p(exec, 50)} | ${p(exec, 99)} | ${fmt(percentile(exec, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
+    console.log(`| pause, API | ${p(pause, 50)} | ${p(pause, 99)} | |`);
+    console.log(`| resume (connect), API | ${p(resume, 50)} | ${p(resume, 99)} | |`);
+    console.log("");
+    console.log("| idle sandboxes | value |");
+    console.log("|---|---:|");
+    console.log(`| sandboxes created (sequentially) | ${IDLE} in ${fmt(createAll / 1000, 1)} s |`);
+    console.log(`| answering \`echo hi\` afterwards | ${answered} / ${IDLE} |`);
+    console.log(`| host processes per sandbox | ${fmt(procs / IDLE, 1)} |`);
+    console.log(`| memory per idle sandbox (PSS of its processes) | ${fmt(pss / IDLE / 1024, 2)} MiB |`);
+    console.log(`| total PSS of ${IDLE} sandboxes | ${fmt(pss / 1024, 1)} MiB |`);
+  } finally {
+    for (const sid of created) await call("DELETE", `/sandboxes/${sid}`).catch(() => {});
+    await server.stop();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

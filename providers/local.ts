@@ -1,0 +1,61 @@
+import { join } from "node:path";
+import { Type } from "@sinclair/typebox";
+import { definePlugin } from "../src/registry/plugin";
+import { LocalBackend, type LocalLimits } from "../src/sandboxes/local/backend";
+
+/**
+ * Sandboxes on this host, isolated with bubblewrap (Linux namespaces) - the embedded
+ * default: enabled with no configuration. Configure limits under
+ * `providers.local` in CONFIG_FILE.
+ */
+const configSchema = Type.Object({
+  /** Directory for per-sandbox home and /tmp; default DATA_DIR/sandboxes. */
+  root: Type.Optional(Type.String()),
+  /** Started, unused sandboxes kept ready per template, so creation skips the bwrap start; 0 disables. */
+  warmPool: Type.Optional(Type.Integer({ minimum: 0, maximum: 64 })),
+  /** Where to look for bwrap and the util-linux tools, PATH-style; default the service's PATH. */
+  toolPath: Type.Optional(Type.String()),
+  limits: Type.Optional(
+    Type.Object({
+      /** Processes per sandbox. */
+      processes: Type.Optional(Type.Integer({ minimum: 8 })),
+      /** Address space per process, MiB. */
+      memoryMB: Type.Optional(Type.Integer({ minimum: 64 })),
+      /** CPU seconds per process. */
+      cpuSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+      /** Largest file a process may write, MiB. */
+      fileSizeMB: Type.Optional(Type.Integer({ minimum: 1 })),
+      openFiles: Type.Optional(Type.Integer({ minimum: 64 })),
+      /** stdout and stderr bytes kept per command. */
+      outputBytes: Type.Optional(Type.Integer({ minimum: 1024 })),
+    }),
+  ),
+});
+
+export const DEFAULT_LIMITS: LocalLimits = {
+  processes: 256,
+  memoryMB: 2048,
+  cpuSeconds: 3600,
+  fileSizeMB: 1024,
+  openFiles: 4096,
+  outputBytes: 1024 * 1024,
+};
+
+export default definePlugin({
+  kind: "sandbox",
+  name: "local",
+  description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net)",
+  serves: ["processes", "filesystem", "pause"],
+  configSchema,
+  // Zero configuration on by default; SANDBOX_LOCAL=off disables it.
+  fromEnv: (env) => (env.SANDBOX_LOCAL === "off" ? undefined : {}),
+  create(config, ctx) {
+    return new LocalBackend({
+      root: config.root ?? join(ctx.dataDir, "sandboxes"),
+      limits: { ...DEFAULT_LIMITS, ...config.limits },
+      warmPool: config.warmPool ?? 2,
+      log: ctx.log,
+      path: config.toolPath ?? ctx.env.PATH,
+    });
+  },
+});

@@ -1,0 +1,55 @@
+import type { RouteModule } from "../app";
+import type { Services } from "../services";
+import type { SandboxBackend } from "./backend";
+import { sandboxRoutes, sandboxSurface } from "./routes";
+import { SandboxService } from "./service";
+import { loadTemplates } from "./templates";
+
+const services = new WeakMap<Services, SandboxService>();
+
+/** One SandboxService per Services (tests run several services in one process). */
+export function sandboxServiceOf(s: Services): SandboxService {
+  let svc = services.get(s);
+  if (!svc) {
+    svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file), s.log.child({ module: "sandboxes" }));
+    services.set(s, svc);
+  }
+  return svc;
+}
+
+/** Reaper period; SANDBOX_REAPER_INTERVAL_MS overrides (tests use a short one). */
+function reaperInterval(s: Services): number {
+  const n = Number(s.config.env.SANDBOX_REAPER_INTERVAL_MS ?? 1000);
+  return Number.isFinite(n) && n >= 10 ? n : 1000;
+}
+
+export const sandboxesModule: RouteModule = {
+  surfaces: [sandboxSurface],
+  routes: (s) => sandboxRoutes(s, sandboxServiceOf(s)),
+  async start(s) {
+    const svc = sandboxServiceOf(s);
+    for (const template of svc.templates.values()) {
+      const problem = svc.templateProblem(template);
+      if (problem) s.log.warn("sandbox template unavailable", { template: template.id, problem });
+    }
+    await svc.reconcile();
+    // The reaper reads endAt from the database, so TTLs survive restarts: a sandbox
+    // that expired while the service was down is stopped on the first tick.
+    let stopped = false;
+    let running: Promise<void> | undefined;
+    const timer = setInterval(() => {
+      if (stopped || running) return;
+      running = svc
+        .reapExpired()
+        .then(() => {}, (e) => s.log.error("sandbox reaper failed", { err: e }))
+        .finally(() => (running = undefined));
+    }, reaperInterval(s));
+    return async () => {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+      await svc.flush();
+      for (const inst of s.registry.instancesOf<SandboxBackend>("sandbox")) await inst.instance.close?.();
+    };
+  },
+};

@@ -1,0 +1,133 @@
+import { descendantsOf, pidsInNamespace, procStat, signal } from "./procfs";
+
+/**
+ * Runs one host command (an `nsenter` chain into a sandbox) with captured, capped
+ * output and a deadline that kills the whole process tree inside the sandbox.
+ */
+
+export interface RunOptions {
+  /** Host argv (prlimit -> setpriv -> nsenter -> command). */
+  argv: string[];
+  env: Record<string, string>;
+  /** The sandbox's pid namespace, to find the command's processes at timeout. */
+  pidNs: string;
+  timeoutMs: number;
+  /** Bytes kept per stream; the rest is read and dropped. */
+  maxOutput: number;
+  stdin?: Uint8Array;
+}
+
+export interface RunResult {
+  stdout: Uint8Array;
+  stderr: Uint8Array;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  exitCode: number;
+  timedOut: boolean;
+}
+
+/** How long to keep collecting output after the command exited, when a background child still holds the pipe. */
+const DRAIN_AFTER_EXIT_MS = 25;
+
+export async function runCaptured(opts: RunOptions): Promise<RunResult> {
+  const proc = Bun.spawn(opts.argv, {
+    stdin: opts.stdin ? opts.stdin : "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: opts.env,
+    // A new session per command (nsenter's forked child stays in it inside the
+    // sandbox): the timeout kills this session, not the sandbox's other processes.
+    detached: true,
+  });
+  const out = collect(proc.stdout, opts.maxOutput);
+  const err = collect(proc.stderr, opts.maxOutput);
+  let timedOut = false;
+  let killing: Promise<void> | undefined;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killing = killTree(proc.pid, opts.pidNs);
+  }, opts.timeoutMs);
+  await proc.exited;
+  clearTimeout(timer);
+  if (killing) await killing;
+  // A background process started by the command keeps the pipes open. We stop waiting
+  // for end-of-file shortly after the command exits but keep draining (and dropping)
+  // in the background, so the background process does not die of SIGPIPE.
+  await Promise.race([Promise.all([out.done, err.done]), Bun.sleep(DRAIN_AFTER_EXIT_MS)]);
+  const exitCode = proc.exitCode ?? 128 + signalNumber(proc.signalCode === null ? null : String(proc.signalCode));
+  return {
+    stdout: out.take(),
+    stderr: err.take(),
+    stdoutTruncated: out.truncated(),
+    stderrTruncated: err.truncated(),
+    exitCode: timedOut ? 124 : exitCode,
+    timedOut,
+  };
+}
+
+function collect(stream: ReadableStream<Uint8Array>, max: number) {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let dropped = false;
+  let taken = false;
+  const done = (async () => {
+    try {
+      for await (const chunk of stream) {
+        if (taken) continue;
+        const room = max - size;
+        if (room <= 0) {
+          dropped = true;
+          continue;
+        }
+        const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+        if (part.length < chunk.length) dropped = true;
+        chunks.push(part);
+        size += part.length;
+      }
+    } catch {
+      // Stream torn down with the process: what we have is the output.
+    }
+  })();
+  return {
+    done,
+    truncated: () => dropped,
+    take(): Uint8Array {
+      taken = true;
+      const all = new Uint8Array(size);
+      let off = 0;
+      for (const c of chunks) {
+        all.set(c, off);
+        off += c.length;
+      }
+      return all;
+    },
+  };
+}
+
+/**
+ * Kills the command started by the nsenter process `hostPid`: its descendants and
+ * every process of the sandbox in the command's session (a command runs as a session
+ * leader, so its children stay in that session even after they are re-parented to the
+ * sandbox's init). Background processes of earlier commands live in other sessions and
+ * survive. SIGKILL, repeated until nothing is left, so SIGTERM-ignoring or forking
+ * processes cannot outlast the timeout.
+ */
+export async function killTree(hostPid: number, pidNs: string): Promise<void> {
+  // Until the sandbox's init has reaped them, killed processes still count against the
+  // sandbox's process limit; wait for them to be gone so the next command can start.
+  for (let round = 0; round < 200; round++) {
+    const victims = new Set(descendantsOf(hostPid));
+    for (const pid of pidsInNamespace(pidNs)) {
+      if (procStat(pid)?.session === hostPid) victims.add(pid);
+    }
+    if (!victims.size) break;
+    for (const pid of victims) signal(pid, "SIGKILL");
+    await Bun.sleep(round < 3 ? 1 : 10);
+  }
+  signal(hostPid, "SIGKILL");
+}
+
+function signalNumber(name: string | null): number {
+  const table: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15, SIGXCPU: 24, SIGXFSZ: 25 };
+  return name ? (table[name] ?? 1) : 1;
+}

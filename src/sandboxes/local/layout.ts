@@ -1,0 +1,77 @@
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { SandboxTemplate } from "../backend";
+
+/** User the sandboxed code runs as, inside the sandbox's user namespace. */
+export const SANDBOX_UID = 1000;
+export const SANDBOX_HOME = "/home/user";
+export const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * Host files under /etc that programs commonly need (dynamic linker, certificates, time
+ * zone, name service config). The rest of the host's /etc is not mounted: it may hold
+ * configuration and credentials of other software on the host.
+ */
+const ETC_FILES = [
+  "alternatives",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "ssl",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "localtime",
+  "nsswitch.conf",
+  "mime.types",
+  "os-release",
+  "debian_version",
+  "profile",
+  "bash.bashrc",
+  "inputrc",
+];
+
+/**
+ * Per-sandbox directories on the host: DATA_DIR/sandboxes/<id>/{home,tmp,etc}. home and
+ * tmp belong to the sandbox's own host uid (mode 0700), so no other sandbox's uid can
+ * read them even by host path.
+ */
+export function prepareSandboxDir(root: string, id: string, hostUid: number): { dir: string; home: string; tmp: string; etc: string } {
+  const dir = join(root, id);
+  const home = join(dir, "home");
+  const tmp = join(dir, "tmp");
+  const etc = join(dir, "etc");
+  // 0711: the unprivileged sandbox uid launches bwrap and must traverse to its own
+  // directories, but may not list which other sandboxes exist.
+  mkdirSync(dir, { mode: 0o711 });
+  mkdirSync(home, { mode: 0o700 });
+  mkdirSync(tmp, { mode: 0o700 });
+  mkdirSync(etc, { mode: 0o755 });
+  writeFileSync(join(etc, "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:${SANDBOX_HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
+  writeFileSync(join(etc, "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
+  writeFileSync(join(etc, "hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n", { mode: 0o644 });
+  chownSync(home, hostUid, hostUid);
+  chownSync(tmp, hostUid, hostUid);
+  return { dir, home, tmp, etc };
+}
+
+/** Makes `path` traversable (o+x, not listable) for sandbox uids, if it is not already. */
+export function ensureTraversable(path: string): void {
+  const mode = statSync(path).mode & 0o7777;
+  if ((mode & 0o001) === 0) chmodSync(path, mode | 0o001);
+}
+
+/** bwrap arguments for the read-only system root of a template. */
+export function rootfsArgs(template: SandboxTemplate): string[] {
+  const args: string[] = [];
+  const mounts = template.mounts ?? ["/usr"];
+  for (const m of mounts) args.push("--ro-bind-try", m, m);
+  // Merged-/usr systems have /bin -> usr/bin etc.; mirror what the host has.
+  for (const top of ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]) {
+    if (!existsSync(top)) continue;
+    const st = lstatSync(top);
+    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(top), top);
+    else args.push("--ro-bind", top, top);
+  }
+  for (const f of ETC_FILES) args.push("--ro-bind-try", `/etc/${f}`, `/etc/${f}`);
+  return args;
+}

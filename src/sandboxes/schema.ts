@@ -1,0 +1,29 @@
+import { index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+/**
+ * One row per sandbox, kept after it is destroyed (status `stopped`) so that GET and
+ * the list can still show it. `backend` is the registry instance that runs it; every
+ * later call goes to that instance, whatever the template configuration says by then.
+ */
+export const sandboxes = pgTable(
+  "sandboxes",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull(),
+    templateId: text("template_id").notNull(),
+    backend: text("backend").notNull(),
+    /** creating | running | paused | stopped | error */
+    status: text("status").notNull(),
+    metadata: jsonb("metadata").notNull().$type<Record<string, string>>(),
+    envVars: jsonb("env_vars").notNull().$type<Record<string, string>>(),
+    /** The backend's handle (pids, remote id); see SandboxBackend. */
+    backendState: jsonb("backend_state").notNull().$type<Record<string, unknown>>(),
+    startedAt: timestamp("started_at", { withTimezone: true, precision: 3 }).notNull(),
+    endAt: timestamp("end_at", { withTimezone: true, precision: 3 }).notNull(),
+    stoppedAt: timestamp("stopped_at", { withTimezone: true, precision: 3 }),
+    stopReason: text("stop_reason"),
+  },
+  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt)],
+);
+
+export type SandboxRow = typeof sandboxes.$inferSelect;

@@ -1,0 +1,410 @@
+import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { ApiError } from "../../plugins/errors";
+import type { Db } from "../db/client";
+import { type NewEvent, recordEvent } from "../events/record";
+import { isWellFormedId, newId } from "../ids";
+import type { Logger } from "../log";
+import type { Registry } from "../registry/registry";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, type SandboxBackend, type SandboxTemplate } from "./backend";
+import { type SandboxRow, sandboxes } from "./schema";
+
+/** The spec's fixed `clientID`: the same constant for every sandbox. */
+export const CLIENT_ID = "6532622b";
+
+export const STATUSES = ["creating", "running", "paused", "stopped", "error"] as const;
+export type SandboxStatus = (typeof STATUSES)[number];
+
+export interface SandboxJson {
+  sandboxID: string;
+  templateID: string;
+  clientID: string;
+  metadata: Record<string, string>;
+  startedAt: string;
+  endAt: string;
+  status: string;
+}
+
+export function sandboxJson(row: SandboxRow): SandboxJson {
+  return {
+    sandboxID: row.id,
+    templateID: row.templateId,
+    clientID: CLIENT_ID,
+    metadata: row.metadata,
+    startedAt: row.startedAt.toISOString(),
+    endAt: row.endAt.toISOString(),
+    status: row.status,
+  };
+}
+
+export interface CreateInput {
+  templateID: string;
+  timeout?: number;
+  metadata?: Record<string, string>;
+  envVars?: Record<string, string>;
+}
+
+export const DEFAULT_TIMEOUT_SEC = 300;
+export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
+export const MAX_FILE_READ_BYTES = 1024 * 1024;
+const ROW_CACHE_MS = 2000;
+const EVENT_BATCH_MS = 250;
+
+/**
+ * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
+ * doing the actual work. Every state change and its event commit in one transaction.
+ * Lifecycle operations on one sandbox are serialised in this process, so a pause
+ * cannot interleave with a delete or the reaper.
+ */
+export class SandboxService {
+  private readonly locks = new Map<string, Promise<unknown>>();
+  /**
+   * Running sandboxes recently read, for the command and file hot path (a database
+   * round trip costs more than the command itself). Lifecycle changes made here drop
+   * the entry; changes made by another replica are seen within ROW_CACHE_MS, and a
+   * backend refuses a sandbox that is really gone in any case.
+   */
+  private readonly rowCache = new Map<string, { row: SandboxRow; at: number }>();
+  /**
+   * process.completed events not yet written. They do not hold up the response and are
+   * written in batches, one transaction each: with the embedded database every commit
+   * is a disk write on the service's own thread.
+   */
+  private queuedEvents: NewEvent[] = [];
+  private writing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly registry: Registry,
+    readonly templates: Map<string, SandboxTemplate>,
+    private readonly log: Logger,
+  ) {}
+
+  backend(name: string): SandboxBackend {
+    const inst = this.registry.instance<SandboxBackend>(name);
+    if (!inst || inst.plugin.definition.kind !== "sandbox") throw new ApiError(503, `sandbox backend '${name}' is not configured`);
+    return inst.instance;
+  }
+
+  /** Why a template cannot be used now, or undefined (also used for the start-up report). */
+  templateProblem(template: SandboxTemplate): string | undefined {
+    const inst = this.registry.instance<SandboxBackend>(template.backend);
+    if (!inst || inst.plugin.definition.kind !== "sandbox") return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
+    return inst.instance.templateProblem(template);
+  }
+
+  private async serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    if (!isWellFormedId(id, "sbx_")) throw new ApiError(400, "invalid sandbox id");
+    this.rowCache.delete(id);
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    const next = prev.catch(() => {}).then(fn);
+    this.locks.set(id, next);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(id) === next) this.locks.delete(id);
+      this.rowCache.delete(id);
+    }
+  }
+
+  async create(organizationId: string, input: CreateInput): Promise<SandboxRow> {
+    const template = this.templates.get(input.templateID);
+    if (!template) throw new ApiError(400, `unknown template: ${input.templateID}`);
+    const problem = this.templateProblem(template);
+    if (problem) throw new ApiError(503, problem);
+    const backend = this.backend(template.backend);
+    const id = newId("sbx_");
+    const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
+    const metadata = input.metadata ?? {};
+    const envVars = input.envVars ?? {};
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec }), "failed to create sandbox in provider");
+    const startedAt = new Date();
+    const endAt = new Date(startedAt.getTime() + timeoutSec * 1000);
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(sandboxes)
+          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, startedAt, endAt })
+          .returning();
+        await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata } });
+        return row;
+      });
+    } catch (e) {
+      // Nothing may run that the database does not know about.
+      await backend.destroy(id, state).catch(() => {});
+      throw e;
+    }
+  }
+
+  async list(organizationId: string, status?: string): Promise<SandboxRow[]> {
+    const where = status ? and(eq(sandboxes.organizationId, organizationId), eq(sandboxes.status, status)) : eq(sandboxes.organizationId, organizationId);
+    // Ids sort by creation time, so id order is newest-first order.
+    return this.db.select().from(sandboxes).where(where).orderBy(desc(sandboxes.id));
+  }
+
+  /** A sandbox of this organization; another organization's id is "not found" too. */
+  async get(organizationId: string, id: string): Promise<SandboxRow> {
+    if (!isWellFormedId(id, "sbx_")) throw new ApiError(400, "invalid sandbox id");
+    const [row] = await this.db
+      .select()
+      .from(sandboxes)
+      .where(and(eq(sandboxes.id, id), eq(sandboxes.organizationId, organizationId)));
+    if (!row) throw new ApiError(404, "sandbox not found");
+    return row;
+  }
+
+  /** The sandbox, which must be running (exec, files). */
+  private async running(organizationId: string, id: string): Promise<SandboxRow> {
+    const cached = this.rowCache.get(id);
+    if (cached && cached.row.organizationId === organizationId && performance.now() - cached.at < ROW_CACHE_MS && !this.locks.has(id)) return cached.row;
+    const row = await this.get(organizationId, id);
+    if (row.status === "paused") throw new ApiError(409, "sandbox is paused; connect to resume it");
+    if (row.status !== "running") throw new ApiError(409, `sandbox is ${row.status}`);
+    this.rowCache.set(id, { row, at: performance.now() });
+    return row;
+  }
+
+  /** Waits until every queued event is written (shutdown, tests). */
+  async flush(): Promise<void> {
+    while (this.writing || this.queuedEvents.length) await (this.writing ?? this.writeQueued());
+  }
+
+  private queueEvent(e: NewEvent): void {
+    this.queuedEvents.push(e);
+    if (!this.writing) this.writing = Bun.sleep(EVENT_BATCH_MS).then(() => this.writeQueued());
+  }
+
+  private async writeQueued(): Promise<void> {
+    const batch = this.queuedEvents;
+    this.queuedEvents = [];
+    try {
+      if (batch.length) {
+        await this.db.transaction(async (tx) => {
+          for (const e of batch) await recordEvent(tx, e);
+        });
+      }
+    } catch (e) {
+      this.log.error("process.completed events not written", { count: batch.length, err: e });
+    } finally {
+      this.writing = undefined;
+      if (this.queuedEvents.length) this.writing = Bun.sleep(EVENT_BATCH_MS).then(() => this.writeQueued());
+    }
+  }
+
+  private notLive(row: SandboxRow): void {
+    if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
+  }
+
+  async kill(organizationId: string, id: string): Promise<void> {
+    await this.serial(id, async () => {
+      const row = await this.get(organizationId, id);
+      this.notLive(row);
+      await this.stop(row, "deleted");
+    });
+  }
+
+  /**
+   * Marks a sandbox stopped (with its `killed` event) and then destroys it in the
+   * backend. The database change comes first: if the process dies between the two,
+   * start-up reconciliation removes what the backend still has.
+   */
+  private async stop(row: SandboxRow, reason: string): Promise<boolean> {
+    const claimed = await this.db.transaction(async (tx) => {
+      const updated = await tx
+        .update(sandboxes)
+        .set({ status: "stopped", stoppedAt: new Date(), stopReason: reason })
+        .where(and(eq(sandboxes.id, row.id), inArray(sandboxes.status, ["running", "paused"])))
+        .returning({ id: sandboxes.id });
+      if (!updated.length) return false;
+      await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.killed", data: { reason } });
+      return true;
+    });
+    if (claimed) {
+      try {
+        await this.backendOf(row).destroy(row.id, row.backendState);
+      } catch (e) {
+        this.log.error("sandbox destroy failed in backend", { sandboxId: row.id, backend: row.backend, err: e });
+      }
+    }
+    return claimed;
+  }
+
+  private backendOf(row: SandboxRow): SandboxBackend {
+    return this.backend(row.backend);
+  }
+
+  async pause(organizationId: string, id: string): Promise<SandboxRow> {
+    return this.serial(id, async () => {
+      const row = await this.get(organizationId, id);
+      this.notLive(row);
+      if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
+      let state: BackendState | void;
+      try {
+        state = await this.backendOf(row).pause(row.id, row.backendState);
+      } catch (e) {
+        this.log.warn("sandbox pause failed in backend", { sandboxId: id, err: e });
+        throw new ApiError(502, "failed to pause sandbox in provider");
+      }
+      return this.transition(row, "paused", "sandbox.lifecycle.paused", {}, { backendState: state ?? row.backendState });
+    });
+  }
+
+  /**
+   * Resumes a paused sandbox (event `resumed`); on a running one only applies `timeout`
+   * (event `updated` when endAt changes). Without `timeout`, a resumed sandbox gets the
+   * default lifetime from now and a running one keeps its endAt.
+   */
+  async connect(organizationId: string, id: string, timeout?: number): Promise<SandboxRow> {
+    return this.serial(id, async () => {
+      const row = await this.get(organizationId, id);
+      this.notLive(row);
+      if (row.status === "paused") {
+        const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
+        const endAt = new Date(Date.now() + timeoutSec * 1000);
+        const backend = this.backendOf(row);
+        const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec), "failed to resume sandbox in provider");
+        return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState });
+      }
+      if (timeout === undefined) return row;
+      return this.updateEndAt(row, timeout);
+    });
+  }
+
+  async setTimeout(organizationId: string, id: string, timeout: number): Promise<void> {
+    await this.serial(id, async () => {
+      const row = await this.get(organizationId, id);
+      this.notLive(row);
+      await this.updateEndAt(row, timeout);
+    });
+  }
+
+  private async updateEndAt(row: SandboxRow, timeoutSec: number): Promise<SandboxRow> {
+    const endAt = new Date(Date.now() + timeoutSec * 1000);
+    const backend = this.backendOf(row);
+    if (backend.setTimeout) await this.call(() => backend.setTimeout!(row.id, row.backendState, timeoutSec), "failed to set sandbox timeout in provider");
+    return this.transition(row, row.status, "sandbox.lifecycle.updated", { changed: ["endAt"], endAt: endAt.toISOString(), previousEndAt: row.endAt.toISOString() }, { endAt });
+  }
+
+  /** One state change and its event, in one transaction, guarded by the expected current status. */
+  private async transition(row: SandboxRow, status: string, type: string, data: Record<string, unknown>, extra: Partial<SandboxRow> = {}): Promise<SandboxRow> {
+    return this.db.transaction(async (tx) => {
+      const [updated] = await tx
+        .update(sandboxes)
+        .set({ status, ...extra })
+        .where(and(eq(sandboxes.id, row.id), eq(sandboxes.status, row.status)))
+        .returning();
+      if (!updated) throw new ApiError(409, "sandbox changed state concurrently; retry");
+      await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type, data });
+      return updated;
+    });
+  }
+
+  async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }): Promise<ExecResult> {
+    const row = await this.running(organizationId, id);
+    const started = performance.now();
+    const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
+    const result = await this.call(
+      () => this.backendOf(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000 }),
+      "failed to run process in provider",
+    );
+    const durationMs = Math.round(performance.now() - started);
+    // The output is not part of the event: it may hold secrets and be megabytes long.
+    // Not a state change, so it need not commit with anything: written off the
+    // response path (shutdown waits for it).
+    this.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs } });
+    return result;
+  }
+
+  async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
+    const row = await this.running(organizationId, id);
+    const data = await this.call(() => this.backendOf(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
+    return { content: Buffer.from(data).toString("base64"), path };
+  }
+
+  async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
+    const row = await this.running(organizationId, id);
+    return this.call(() => this.backendOf(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
+  }
+
+  async removeFile(organizationId: string, id: string, path: string): Promise<void> {
+    const row = await this.running(organizationId, id);
+    await this.call(() => this.backendOf(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
+  }
+
+  async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
+    const row = await this.running(organizationId, id);
+    return this.call(() => this.backendOf(row).list(row.id, row.backendState, path), "failed to list directory in provider");
+  }
+
+  /** Backend failures: the backend's own status for BackendError, 502 otherwise. */
+  private async call<T>(fn: () => Promise<T>, failure: string): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof ApiError) throw e;
+      if (e instanceof BackendError) throw new ApiError(e.status, e.message);
+      this.log.warn(failure, { err: e });
+      throw new ApiError(502, failure);
+    }
+  }
+
+  /** TTL reaper step: stops every running sandbox whose endAt has passed. Returns how many. */
+  async reapExpired(): Promise<number> {
+    const due = await this.db
+      .select()
+      .from(sandboxes)
+      .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`)))
+      .limit(100);
+    let n = 0;
+    for (const row of due) {
+      const stopped = await this.serial(row.id, async () => {
+        // Re-read: the TTL may have been extended since the scan.
+        const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
+        if (!fresh || fresh.status !== "running" || fresh.endAt.getTime() > Date.now()) return false;
+        return this.stop(fresh, "timeout");
+      });
+      if (stopped) n++;
+    }
+    return n;
+  }
+
+  /**
+   * Start-up reconciliation: sandboxes the database lists as live but the backend no
+   * longer has are stopped (`killed`, reason `lost`); backends then remove leftovers
+   * the database does not list as live.
+   */
+  async reconcile(): Promise<void> {
+    const live = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
+    const liveIds = new Map<string, Set<string>>();
+    for (const row of live) {
+      const inst = this.registry.instance<SandboxBackend>(row.backend);
+      if (!inst) {
+        this.log.warn("sandbox backend not configured; leaving sandbox as it is", { sandboxId: row.id, backend: row.backend });
+        continue;
+      }
+      let ids = liveIds.get(row.backend);
+      if (!ids) liveIds.set(row.backend, (ids = new Set()));
+      let found: string;
+      try {
+        found = await inst.instance.liveness(row.id, row.backendState);
+      } catch (e) {
+        this.log.warn("sandbox liveness check failed; leaving it as it is", { sandboxId: row.id, err: e });
+        ids.add(row.id);
+        continue;
+      }
+      if (found === "gone") {
+        await this.stop(row, "lost");
+        this.log.warn("sandbox lost while the service was down", { sandboxId: row.id });
+        continue;
+      }
+      ids.add(row.id);
+      if (found === "foreign") continue;
+      // A crash between a backend pause/resume and its commit leaves the two disagreeing;
+      // the database is what clients were told, so the backend follows it.
+      if (found === "running" && row.status === "paused") await inst.instance.pause(row.id, row.backendState).catch(() => {});
+      if (found === "paused" && row.status === "running") await inst.instance.resume(row.id, row.backendState, 0).catch(() => {});
+    }
+    for (const inst of this.registry.instancesOf<SandboxBackend>("sandbox")) {
+      await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
+    }
+  }
+}

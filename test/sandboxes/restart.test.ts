@@ -1,0 +1,119 @@
+import { afterAll, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDatabase } from "../../src/db/client";
+import { KeyRepository } from "../../src/keys/keys";
+import { procStat } from "../../src/sandboxes/local/procfs";
+import { freshServerDatabaseUrl } from "../helpers/database";
+import { killProcessesUnder, type ServiceProcess, spawnService } from "../helpers/process";
+import { apiFor, requireBubblewrap, waitUntil } from "./helpers";
+
+requireBubblewrap();
+
+const ROOT = join(import.meta.dir, "..", "..");
+const cleanup: (() => unknown)[] = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+// A counter in a shell variable, written out every 50 ms: it keeps counting only if
+// the very same process survives.
+const COUNTER = "i=0; while :; do i=$((i+1)); echo $i > /tmp/count.tmp; mv /tmp/count.tmp /tmp/count; sleep 0.05; done";
+
+function readCount(dataDir: string, id: string): number {
+  const path = join(dataDir, "sandboxes", id, "tmp", "count");
+  return existsSync(path) ? Number(readFileSync(path, "utf8").trim() || 0) : 0;
+}
+
+test("a killed and restarted service keeps running and paused sandboxes and their processes; lost ones are reconciled", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "sbx-restart-"));
+  cleanup.push(() => {
+    killProcessesUnder(dataDir);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  // Sandboxes outlive services by design; if the test fails half-way, end them here.
+  cleanup.push(() => {
+    const root = join(dataDir, "sandboxes");
+    for (const d of existsSync(root) ? readdirSync(root) : []) {
+      try {
+        const st = JSON.parse(readFileSync(join(root, d, "state.json"), "utf8")) as { initPid: number; initStart: number };
+        if (procStat(st.initPid)?.startTime === st.initStart) process.kill(st.initPid, "SIGKILL");
+      } catch {
+        // Already gone, or never started.
+      }
+    }
+  });
+  const server = await freshServerDatabaseUrl();
+  if (server) cleanup.push(() => server.drop());
+  const database = await openDatabase({ url: server?.url, dataDir });
+  const keys = new KeyRepository(database.db);
+  const org = await keys.createOrganization("restart");
+  const { key } = await keys.createKey({ organizationId: org.id, name: "t" });
+  await database.close();
+
+  const env = { DATA_DIR: dataDir, BOOTSTRAP: "false", ADMIN_TOKEN: "t", LOG_LEVEL: "info", ...(server ? { DATABASE_URL: server.url } : {}) };
+  const cmd = [process.execPath, "src/main.ts", "serve"];
+  const first: ServiceProcess = await spawnService(cmd, env, { cwd: ROOT });
+  cleanup.push(() => first.proc.exitCode === null && first.kill("SIGKILL"));
+  let api = apiFor(first, key);
+
+  const running = (await api("POST", "/sandboxes", { templateID: "base" })).body.sandboxID as string;
+  const paused = (await api("POST", "/sandboxes", { templateID: "base" })).body.sandboxID as string;
+  const lost = (await api("POST", "/sandboxes", { templateID: "base" })).body.sandboxID as string;
+  expect(running && paused && lost).toBeTruthy();
+  await api("POST", `/sandboxes/${running}/processes`, { cmd: "sh", args: ["-c", `(${COUNTER}) >/dev/null 2>&1 &`] });
+  await api("POST", `/sandboxes/${paused}/processes`, { cmd: "sh", args: ["-c", "echo kept > /home/user/state"] });
+  expect((await api("POST", `/sandboxes/${paused}/pause`)).status).toBe(200);
+  await waitUntil(async () => readCount(dataDir, running) >= 3, 10_000, "the counter to run");
+  const lostInit = JSON.parse(readFileSync(join(dataDir, "sandboxes", lost, "state.json"), "utf8")).initPid as number;
+  // Expires while the service is down: the reaper of the next process must stop it.
+  const expiring = (await api("POST", "/sandboxes", { templateID: "base", timeout: 3 })).body.sandboxID as string;
+  expect((await api("GET", `/sandboxes/${expiring}`)).body.status).toBe("running");
+
+  // The service keeps warm sandboxes ready for the next create.
+  const warmDirs = () => readdirSync(join(dataDir, "sandboxes")).filter((d) => d.startsWith("pool_") && existsSync(join(dataDir, "sandboxes", d, "state.json")));
+  await waitUntil(async () => warmDirs().length > 0, 15_000, "a warm sandbox");
+
+  await first.kill("SIGKILL");
+  const atKill = readCount(dataDir, running);
+  // While the service is down: the counter keeps counting, and one sandbox dies.
+  process.kill(lostInit, "SIGKILL");
+  await waitUntil(async () => readCount(dataDir, running) > atKill + 3, 10_000, "the counter to keep running without the service");
+  // Warm (not yet handed out) sandboxes of the dead service end by themselves.
+  const warmAlive = () =>
+    warmDirs().some((d) => {
+      const st = JSON.parse(readFileSync(join(dataDir, "sandboxes", d, "state.json"), "utf8")) as { initPid: number; initStart: number };
+      return procStat(st.initPid)?.startTime === st.initStart && procStat(st.initPid)?.state !== "Z";
+    });
+  await waitUntil(async () => !warmAlive(), 10_000, "warm sandboxes of the killed service to exit");
+
+  const second = await spawnService(cmd, env, { cwd: ROOT });
+  cleanup.push(async () => {
+    const a = apiFor(second, key);
+    for (const id of [running, paused]) await a("DELETE", `/sandboxes/${id}`);
+    if (second.proc.exitCode === null) await second.kill("SIGTERM");
+  });
+  api = apiFor(second, key);
+  expect((await api("GET", `/sandboxes/${running}`)).body.status).toBe("running");
+  const before = readCount(dataDir, running);
+  await waitUntil(async () => readCount(dataDir, running) > before + 3, 10_000, "the counter to run after the restart");
+  const ps = await api("POST", `/sandboxes/${running}/processes`, { cmd: "sh", args: ["-c", "ps -eo args= | grep -c 'while :'"] });
+  expect(Number(ps.body.stdout.trim())).toBeGreaterThanOrEqual(1);
+
+  expect((await api("GET", `/sandboxes/${paused}`)).body.status).toBe("paused");
+  expect((await api("POST", `/sandboxes/${paused}/connect`, {})).body.status).toBe("running");
+  expect((await api("POST", `/sandboxes/${paused}/processes`, { cmd: "cat", args: ["/home/user/state"] })).body.stdout).toBe("kept\n");
+
+  // The one that died while the service was down is reconciled to stopped, reason lost.
+  expect((await api("GET", `/sandboxes/${lost}`)).body.status).toBe("stopped");
+  const ev = await fetch(`${second.url}/events/sandboxes/${lost}`, { headers: { authorization: `Bearer ${key}` } });
+  const killed = ((await ev.json()) as { events: { type: string; data: { reason?: string } }[] }).events.filter((e) => e.type === "sandbox.lifecycle.killed");
+  expect(killed.map((e) => e.data.reason)).toEqual(["lost"]);
+  expect(existsSync(join(dataDir, "sandboxes", lost))).toBe(false);
+
+  await waitUntil(async () => (await api("GET", `/sandboxes/${expiring}`)).body.status === "stopped", 15_000, "the reaper after the restart");
+  const ev2 = await fetch(`${second.url}/events/sandboxes/${expiring}`, { headers: { authorization: `Bearer ${key}` } });
+  const killed2 = ((await ev2.json()) as { events: { type: string; data: { reason?: string } }[] }).events.filter((e) => e.type === "sandbox.lifecycle.killed");
+  expect(killed2.map((e) => e.data.reason)).toEqual(["timeout"]);
+}, 120_000);
