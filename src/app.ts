@@ -1,8 +1,15 @@
-import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import { corePlugin } from "../plugins/core";
 import type { Surface } from "../plugins/surfaces";
+import { eventsModule } from "./events/routes";
+import { gatewayModule } from "./gateway";
+import { generationModule } from "./generation";
 import { healthRoutes } from "./health";
+import { sandboxesModule } from "./sandboxes";
+import { agentsModule } from "./agents";
+import { limitsModule } from "./limits";
+import { meteringModule } from "./metering/module";
+import { openapiRoutes } from "./openapi";
 import { adminRoutes, adminSurface } from "./keys/admin-routes";
 import type { Services } from "./services";
 
@@ -24,9 +31,14 @@ export interface RouteModule {
 export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
   { surfaces: [adminSurface], routes: adminRoutes },
+  meteringModule,
+  limitsModule,
+  gatewayModule,
+  eventsModule,
+  sandboxesModule,
+  agentsModule,
+  generationModule,
 ];
-
-export const SERVICE_VERSION = "0.1.0";
 
 export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   for (const m of modules) for (const surface of m.surfaces) s.surfaces.add(surface);
@@ -40,33 +52,9 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
         adminToken: s.config.adminToken,
         afterAuth: s.afterAuth,
       }),
-    )
-    .use(
-      openapi({
-        path: "/docs",
-        specPath: "/openapi.json",
-        documentation: {
-          openapi: "3.1.0",
-          info: {
-            title: "Model gateway, sandbox and agents API",
-            version: SERVICE_VERSION,
-            description:
-              "One API key for a model gateway (OpenAI, messages and Gemini-compatible surfaces), an E2B-style sandbox API and managed agents. Error bodies differ per endpoint family; see each operation.",
-          },
-          components: {
-            securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", description: "API key: `Authorization: Bearer sk-...`" },
-              apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key", description: "API key on the messages and sandbox surfaces" },
-              genvendorKey: { type: "apiKey", in: "header", name: "x-goog-api-key", description: "API key on /v1beta surfaces" },
-              adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for /admin" },
-            },
-          },
-          security: [{ bearer: [] }],
-        },
-      }),
     );
   for (const m of modules) app = app.use(m.routes(s)) as unknown as typeof app;
-  return app;
+  return app.use(openapiRoutes(() => app));
 }
 
 export type App = ReturnType<typeof createApp>;

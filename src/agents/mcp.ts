@@ -1,0 +1,90 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { checkTarget, type EgressPolicy, EgressRefused } from "../events/egress";
+import { SERVICE_VERSION } from "../version";
+import type { McpServer } from "./agents";
+import type { ToolOutcome } from "./tools";
+
+export interface McpTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+export class McpConnectionError extends Error {}
+
+/**
+ * Connections to the MCP servers (Streamable HTTP) of one loop run. Opened lazily,
+ * closed when the run ends, so no connection outlives the turn that needed it.
+ *
+ * Threat: an agent author points `mcp_servers[].url` at an internal address (SSRF
+ * into the service's network). Every request URL goes through the same egress check
+ * as webhooks (public addresses only, unless inside EGRESS_ALLOW_CIDRS; no credentials
+ * in URLs) and redirects are refused, so a public server cannot bounce us inside.
+ */
+export class McpConnections {
+  private readonly clients = new Map<string, Promise<Client>>();
+  private readonly toolLists = new Map<string, McpTool[]>();
+
+  constructor(private readonly policy: EgressPolicy) {}
+
+  private guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    try {
+      await checkTarget(url, this.policy);
+    } catch (e) {
+      if (e instanceof EgressRefused) throw new McpConnectionError(`MCP server refused by egress policy: ${e.message}`);
+      throw e;
+    }
+    const res = await fetch(input, { ...init, redirect: "manual" });
+    if (res.status >= 300 && res.status < 400) throw new McpConnectionError(`MCP server answered a redirect (${res.status}); redirects are not followed`);
+    return res;
+  };
+
+  private client(server: McpServer): Promise<Client> {
+    let c = this.clients.get(server.name);
+    if (!c) {
+      c = (async () => {
+        const client = new Client({ name: "agent-runtime", version: SERVICE_VERSION });
+        const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: this.guardedFetch as typeof fetch });
+        try {
+          await client.connect(transport);
+        } catch (e) {
+          throw e instanceof McpConnectionError ? e : new McpConnectionError(`cannot connect to MCP server '${server.name}': ${(e as Error).message}`);
+        }
+        return client;
+      })();
+      this.clients.set(server.name, c);
+      c.catch(() => this.clients.delete(server.name));
+    }
+    return c;
+  }
+
+  async tools(server: McpServer): Promise<McpTool[]> {
+    const cached = this.toolLists.get(server.name);
+    if (cached) return cached;
+    const client = await this.client(server);
+    const out: McpTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await client.listTools(cursor ? { cursor } : {});
+      for (const t of r.tools) out.push({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> });
+      cursor = r.nextCursor;
+    } while (cursor);
+    this.toolLists.set(server.name, out);
+    return out;
+  }
+
+  async call(server: McpServer, name: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolOutcome> {
+    const client = await this.client(server);
+    const r = await client.callTool({ name, arguments: input }, undefined, { signal });
+    const parts = (r.content as { type: string; text?: string }[] | undefined) ?? [];
+    const text = parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type} content]`)).join("\n");
+    return { text, isError: r.isError === true };
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.clients.values()) await c.then((x) => x.close()).catch(() => {});
+    this.clients.clear();
+  }
+}

@@ -1,0 +1,45 @@
+import { ApiError } from "../../plugins/errors";
+import { isWellFormedId } from "../ids";
+
+/** SDK list shape (PageCursor): `data` plus an opaque `next_page` cursor, null on the last page. */
+export interface Page<T> {
+  data: T[];
+  next_page: string | null;
+  /** Sessions use the bidirectional cursor of the SDK; backwards paging is not offered (always null). */
+  prev_page?: string | null;
+}
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+
+export function limitOf(limit: number | undefined): number {
+  return limit ?? DEFAULT_LIMIT;
+}
+
+/** A cursor is the id of the last item of the previous page (ids sort by creation time). */
+export function idCursor(page: string | undefined, prefix: string): string | undefined {
+  if (page === undefined || page === "") return undefined;
+  if (!isWellFormedId(page, prefix)) throw new ApiError(400, "invalid page cursor");
+  return page;
+}
+
+/** Rows were fetched with limit + 1: the extra row only says there is another page. */
+export function pageOf<R, T>(rows: R[], limit: number, map: (r: R) => T, cursorOf: (r: R) => string): Page<T> {
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  return { data: items.map(map), next_page: more ? cursorOf(items[items.length - 1]) : null };
+}
+
+export const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/** Metadata patch (SDK update params): a null value deletes the key, others set it. */
+export function mergeMetadata(current: Record<string, string>, patch: Record<string, string | null> | null | undefined): Record<string, string> {
+  if (patch === undefined) return current;
+  if (patch === null) return {};
+  const out = { ...current };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}

@@ -1,0 +1,358 @@
+import { and, eq, inArray } from "drizzle-orm";
+import { Elysia, t } from "elysia";
+import { requestContext } from "../../plugins/core";
+import { ApiError } from "../../plugins/errors";
+import type { Surface } from "../../plugins/surfaces";
+import { sandboxServiceOf } from "../sandboxes";
+import type { Services } from "../services";
+import { AgentRepository, agentJson } from "./agents";
+import { EnvironmentRepository, environmentJson } from "./environments";
+import { appendInTx, busOf, eventJson, listEvents, type NewSessionEvent } from "./log";
+import { idCursor, limitOf, MAX_LIMIT } from "./page";
+import { RESULT_REF } from "./model";
+import { runtimeOf } from "./runtime";
+import { agentSessionEvents, agentSessions } from "./schema";
+import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
+import { SSE_HEADERS, sessionStream } from "./stream";
+
+// Resource APIs (spec: Authentication): `Authorization: Bearer` only - which is also what
+// the official SDK sends for its `apiKey`. Agent error family, scope `agents`.
+export const agentSurfaces: Surface[] = ["/v1/agents", "/v1/environments", "/v1/sessions"].map((prefix) => ({ prefix, family: "agent", credentials: "bearer", scope: "agents" }));
+
+const ErrorSchema = t.Object({ error: t.Object({ type: t.String(), message: t.String() }) });
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };
+
+const Metadata = t.Record(t.String(), t.String(), { error: "metadata must be an object of strings" });
+const MetadataPatch = t.Union([t.Record(t.String(), t.Union([t.String(), t.Null()])), t.Null()], { error: "metadata must be an object of strings (null deletes a key)" });
+const Policy = t.Object({ type: t.Union([t.Literal("always_allow"), t.Literal("always_ask"), t.Literal("auto")]) }, { error: "permission_policy.type must be always_allow, always_ask or auto" });
+const ToolConfig = t.Object({ name: t.String(), enabled: t.Optional(t.Union([t.Boolean(), t.Null()])), permission_policy: t.Optional(t.Union([Policy, t.Null()])), type: t.Optional(t.String()) });
+const DefaultConfig = t.Union([t.Object({ enabled: t.Optional(t.Union([t.Boolean(), t.Null()])), permission_policy: t.Optional(t.Union([Policy, t.Null()])) }), t.Null()]);
+const Tool = t.Union(
+  [
+    t.Object({ type: t.Literal("agent_toolset_20260401"), default_config: t.Optional(DefaultConfig), configs: t.Optional(t.Array(ToolConfig)) }),
+    t.Object({ type: t.Literal("mcp_toolset"), mcp_server_name: t.String({ minLength: 1 }), default_config: t.Optional(DefaultConfig), configs: t.Optional(t.Array(ToolConfig)) }),
+    t.Object({
+      type: t.Literal("custom"),
+      name: t.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_-]+$" }),
+      description: t.String(),
+      input_schema: t.Object({ type: t.Literal("object") }, { additionalProperties: true }),
+    }),
+  ],
+  { error: "each tool must be an agent_toolset_20260401, an mcp_toolset or a custom tool (name of letters, digits, _ and -)" },
+);
+const McpServerSchema = t.Object({ name: t.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_-]+$" }), type: t.Literal("url"), url: t.String({ minLength: 1 }) }, { error: "mcp_servers entries need name (letters, digits, _ and -), type 'url' and url" });
+const Model = t.Union([t.String({ minLength: 1 }), t.Object({ id: t.String({ minLength: 1 }), speed: t.Optional(t.Union([t.String(), t.Null()])), effort: t.Optional(t.Unknown()), inference_geo: t.Optional(t.Unknown()) })], {
+  error: "model must be a model id or an object with id",
+});
+const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
+const Bool = t.Optional(t.BooleanString({ error: "must be true or false" }));
+
+/** Array query parameters as the SDK sends them (`statuses[]=a&statuses[]=b`), plain repeats accepted too. */
+function arrayParam(request: Request, name: string): string[] {
+  const q = new URL(request.url).searchParams;
+  return [...q.getAll(`${name}[]`), ...q.getAll(name)].flatMap((v) => v.split(",")).filter(Boolean);
+}
+
+function dateParam(request: Request, name: string): Date | undefined {
+  const v = new URL(request.url).searchParams.get(name);
+  if (v === null) return undefined;
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) throw new ApiError(400, `${name} must be an RFC 3339 timestamp`);
+  return d;
+}
+
+const CONTENT_TYPES = new Set(["text", "image", "document"]);
+
+/** Checks one user event and turns it into what the log stores. */
+function userEvent(e: Record<string, any>, i: number): NewSessionEvent {
+  const where = `events[${i}]`;
+  switch (e.type) {
+    case "user.message": {
+      if (!Array.isArray(e.content) || !e.content.length) throw new ApiError(400, `${where}.content must be a non-empty array of content blocks`);
+      for (const b of e.content) {
+        if (!b || !CONTENT_TYPES.has(b.type)) throw new ApiError(400, `${where}.content: block type must be text, image or document`);
+        if (b.type === "text" && typeof b.text !== "string") throw new ApiError(400, `${where}.content: text blocks need a string text`);
+      }
+      return { type: e.type, payload: { content: e.content } };
+    }
+    case "user.interrupt":
+      return { type: e.type, payload: {} };
+    case "user.tool_confirmation":
+      if (e.result !== "allow" && e.result !== "deny") throw new ApiError(400, `${where}.result must be allow or deny`);
+      if (typeof e.tool_use_id !== "string") throw new ApiError(400, `${where}.tool_use_id is required`);
+      if (e.deny_message != null && typeof e.deny_message !== "string") throw new ApiError(400, `${where}.deny_message must be a string`);
+      return { type: e.type, payload: { tool_use_id: e.tool_use_id, result: e.result, ...(e.deny_message != null ? { deny_message: e.deny_message } : {}) } };
+    case "user.custom_tool_result":
+      if (typeof e.custom_tool_use_id !== "string") throw new ApiError(400, `${where}.custom_tool_use_id is required`);
+      if (e.content != null && !Array.isArray(e.content)) throw new ApiError(400, `${where}.content must be an array of content blocks`);
+      return { type: e.type, payload: { custom_tool_use_id: e.custom_tool_use_id, content: e.content ?? [], is_error: e.is_error === true } };
+    default:
+      throw new ApiError(400, `${where}.type '${String(e.type)}' is not accepted; send user.message, user.interrupt, user.tool_confirmation or user.custom_tool_result`);
+  }
+}
+
+export function agentRoutes(s: Services) {
+  const agents = new AgentRepository(s.db);
+  const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
+  const sessions = new SessionRepository(s.db, agents, environments);
+  const runtime = runtimeOf(s);
+  const pollMs = Number(s.config.env.AGENT_STREAM_POLL_MS) > 0 ? Number(s.config.env.AGENT_STREAM_POLL_MS) : 250;
+  const AgentFields = {
+    name: t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" }),
+    description: t.Optional(t.Union([t.String({ maxLength: 2048 }), t.Null()], { error: "description must be a string of at most 2048 characters" })),
+    model: Model,
+    system: t.Optional(t.Union([t.String({ maxLength: 100_000 }), t.Null()], { error: "system must be a string of at most 100000 characters" })),
+    tools: t.Optional(t.Union([t.Array(Tool, { maxItems: 128 }), t.Null()])),
+    mcp_servers: t.Optional(t.Union([t.Array(McpServerSchema, { maxItems: 20 }), t.Null()])),
+  };
+
+  /**
+   * Writes user events. The session row is locked for the transaction, so sends and the
+   * loop's idle transition are serialised: input either reaches a running loop or turns
+   * an idle session back to running (`session.status_running` in the same commit).
+   */
+  async function send(organizationId: string, id: string, raw: Record<string, any>[]) {
+    const incoming = raw.map(userEvent);
+    const result = await s.db.transaction(async (tx) => {
+      const [session] = await tx.select().from(agentSessions).where(and(eq(agentSessions.id, id), eq(agentSessions.organizationId, organizationId))).for("update");
+      if (!session) throw new ApiError(404, "session not found");
+      if (session.archivedAt) throw new ApiError(400, "session is archived");
+      const refs = incoming.flatMap((e) => (e.type === "user.tool_confirmation" ? [String(e.payload.tool_use_id)] : e.type === "user.custom_tool_result" ? [String(e.payload.custom_tool_use_id)] : []));
+      if (refs.length) {
+        const uses = await tx.select().from(agentSessionEvents).where(and(eq(agentSessionEvents.sessionId, id), inArray(agentSessionEvents.id, refs)));
+        const answered = await tx
+          .select()
+          .from(agentSessionEvents)
+          .where(and(eq(agentSessionEvents.sessionId, id), inArray(agentSessionEvents.type, [...Object.keys(RESULT_REF), "user.tool_confirmation"])));
+        const done = new Set(answered.map((r) => String(r.payload.tool_use_id ?? r.payload.mcp_tool_use_id ?? r.payload.custom_tool_use_id)));
+        for (const e of incoming) {
+          if (e.type === "user.tool_confirmation") {
+            const ref = String(e.payload.tool_use_id);
+            const use = uses.find((u) => u.id === ref);
+            if (!use || (use.type !== "agent.tool_use" && use.type !== "agent.mcp_tool_use") || use.payload.evaluated_permission !== "ask") {
+              throw new ApiError(400, `tool_use_id ${ref} is not a tool use awaiting confirmation in this session`);
+            }
+            if (done.has(ref)) throw new ApiError(400, `tool use ${ref} was already confirmed or answered`);
+            done.add(ref);
+          } else if (e.type === "user.custom_tool_result") {
+            const ref = String(e.payload.custom_tool_use_id);
+            if (!uses.some((u) => u.id === ref && u.type === "agent.custom_tool_use")) throw new ApiError(400, `custom_tool_use_id ${ref} is not a custom tool use of this session`);
+            if (done.has(ref)) throw new ApiError(400, `custom tool use ${ref} already has a result`);
+            done.add(ref);
+          }
+        }
+      }
+      const starts = session.status === "idle" && incoming.some((e) => e.type !== "user.interrupt");
+      const rows = await appendInTx(tx, session, starts ? [...incoming, { type: "session.status_running", payload: {} }] : incoming);
+      const updated = starts
+        ? (await tx.update(agentSessions).set({ status: "running", idleSince: null, updatedAt: new Date(), ...runtime.leaseIfFree() }).where(eq(agentSessions.id, id)).returning())[0]
+        : undefined;
+      return { rows: rows.slice(0, incoming.length), running: starts || session.status === "running", firstSeq: rows[0].seq, updated };
+    });
+    busOf(s).publish(id);
+    if (incoming.some((e) => e.type === "user.interrupt")) runtime.interrupt(id);
+    if (result.running) runtime.kick(id, result.updated);
+    return result;
+  }
+
+  return new Elysia()
+    .use(requestContext)
+    .post("/v1/agents", async ({ auth, body }) => agentJson(await agents.create(auth.organizationId, body)), {
+      body: t.Object({ ...AgentFields, metadata: t.Optional(Metadata) }, { additionalProperties: true }),
+      response: { 401: ErrorSchema, 400: ErrorSchema },
+      detail: { tags: ["agents"], summary: "Create an agent (version 1)", description: "Toolset default policy: `always_allow`; MCP toolsets default to `always_ask`." },
+    })
+    .get("/v1/agents", async ({ auth, query, request }) =>
+      agents.list(auth.organizationId, {
+        limit: limitOf(query.limit),
+        after: idCursor(query.page, "agent_"),
+        includeArchived: query.include_archived ?? false,
+        createdGte: dateParam(request, "created_at[gte]"),
+        createdLte: dateParam(request, "created_at[lte]"),
+      }), {
+      query: t.Object({ limit: Limit, page: t.Optional(t.String()), include_archived: Bool }, { additionalProperties: true }),
+      detail: { tags: ["agents"], summary: "List agents (latest version of each), newest first", description: "`next_page` is the cursor for `page`; archived agents only with `include_archived=true`." },
+    })
+    .get("/v1/agents/:agent_id", async ({ auth, params, query }) => agentJson(await agents.get(auth.organizationId, params.agent_id, query.version)), {
+      query: t.Object({ version: t.Optional(t.Integer({ minimum: 1, error: "version must be an integer of at least 1" })) }, { additionalProperties: true }),
+      response: { ...errors },
+      detail: { tags: ["agents"], summary: "Get an agent", description: "`version` (integer >= 1) selects a historical version; omitted = latest. Unknown agent or version: 404 not_found." },
+    })
+    .post("/v1/agents/:agent_id", async ({ auth, params, body }) => agentJson(await agents.update(auth.organizationId, params.agent_id, body as any)), {
+      body: t.Object(
+        {
+          ...AgentFields,
+          name: t.Optional(AgentFields.name),
+          model: t.Optional(Model),
+          metadata: t.Optional(MetadataPatch),
+          version: t.Optional(t.Integer({ minimum: 1, error: "version must be an integer of at least 1" })),
+        },
+        { additionalProperties: true },
+      ),
+      detail: {
+        tags: ["agents"],
+        summary: "Update an agent (writes the next version)",
+        description: "Omitted fields are kept; `version`, when given, must be the latest version (409 conflict otherwise). Metadata keys set to null are removed.",
+      },
+    })
+    .post("/v1/agents/:agent_id/archive", async ({ auth, params }) => agentJson(await agents.archive(auth.organizationId, params.agent_id)), {
+      detail: { tags: ["agents"], summary: "Archive an agent", description: "Archived agents are hidden from lists by default and cannot start sessions; their versions stay readable." },
+    })
+    .get("/v1/agents/:agent_id/versions", async ({ auth, params, query }) => agents.versions(auth.organizationId, params.agent_id, { limit: limitOf(query.limit), page: query.page }), {
+      query: t.Object({ limit: Limit, page: t.Optional(t.String()) }, { additionalProperties: true }),
+      detail: { tags: ["agents"], summary: "List the versions of an agent, newest first" },
+    })
+    .post("/v1/environments", async ({ auth, body }) => environmentJson(await environments.create(auth.organizationId, body)), {
+      body: t.Object(
+        {
+          name: t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" }),
+          description: t.Optional(t.Union([t.String(), t.Null()])),
+          config: t.Optional(t.Union([t.Object({ type: t.String() }, { additionalProperties: true }), t.Null()], { error: "config must be an object with type 'cloud'" })),
+          metadata: t.Optional(Metadata),
+        },
+        { additionalProperties: true },
+      ),
+      detail: {
+        tags: ["environments"],
+        summary: "Create an environment",
+        description:
+          "`config.template` (ours) picks the sandbox template, and so the backend, of sessions' sandboxes (default `base`). `config.packages` are installed when a session's sandbox starts. Networking defaults to none (`limited`, no hosts); the local backend has no network at all.",
+      },
+    })
+    .get("/v1/environments", async ({ auth, query }) =>
+      environments.list(auth.organizationId, { limit: limitOf(query.limit), after: idCursor(query.page, "env_"), includeArchived: query.include_archived ?? false }), {
+      query: t.Object({ limit: Limit, page: t.Optional(t.String()), include_archived: Bool }, { additionalProperties: true }),
+      detail: { tags: ["environments"], summary: "List environments, newest first" },
+    })
+    .get("/v1/environments/:environment_id", async ({ auth, params }) => environmentJson(await environments.get(auth.organizationId, params.environment_id)), {
+      detail: { tags: ["environments"], summary: "Get an environment" },
+    })
+    .post("/v1/environments/:environment_id", async ({ auth, params, body }) => environmentJson(await environments.update(auth.organizationId, params.environment_id, body as any)), {
+      body: t.Object({ name: t.Optional(t.Union([t.String({ minLength: 1 }), t.Null()])), description: t.Optional(t.Union([t.String(), t.Null()])), config: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])), metadata: t.Optional(MetadataPatch) }, { additionalProperties: true }),
+      detail: { tags: ["environments"], summary: "Update an environment", description: "Running sessions keep using the sandbox they have." },
+    })
+    .post("/v1/environments/:environment_id/archive", async ({ auth, params }) => environmentJson(await environments.archive(auth.organizationId, params.environment_id)), {
+      detail: { tags: ["environments"], summary: "Archive an environment", description: "Archived environments cannot start new sessions." },
+    })
+    .delete("/v1/environments/:environment_id", async ({ auth, params }) => {
+      await environments.delete(auth.organizationId, params.environment_id);
+      return { id: params.environment_id, type: "environment_deleted" };
+    }, { detail: { tags: ["environments"], summary: "Delete an environment" } })
+    .post(
+      "/v1/sessions",
+      async ({ auth, body }) => {
+        const initial = (body.initial_events ?? []).map((e: any, i: number) => {
+          if (e?.type !== "user.message") throw new ApiError(400, `initial_events[${i}].type must be user.message`);
+          return userEvent(e, i);
+        });
+        const { row, agent } = await sessions.create(auth.organizationId, auth.key.id, body as any, initial, runtime.leaseIfFree());
+        if (initial.length) {
+          busOf(s).publish(row.id);
+          runtime.kick(row.id, row);
+        }
+        return sessionJson(row, agent);
+      },
+      {
+        body: t.Object(
+          {
+            agent: t.Union([t.String({ minLength: 1 }), t.Object({ type: t.String(), id: t.String(), version: t.Optional(t.Integer({ minimum: 1 })) }, { additionalProperties: true })], {
+              error: "agent must be an agent id or {type: 'agent', id, version?}",
+            }),
+            environment_id: t.String({ minLength: 1, error: "environment_id is required" }),
+            title: t.Optional(t.Union([t.String({ maxLength: 512 }), t.Null()])),
+            metadata: t.Optional(Metadata),
+            initial_events: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))),
+          },
+          { additionalProperties: true },
+        ),
+        detail: {
+          tags: ["sessions"],
+          summary: "Create a session from an agent and an environment",
+          description: "Pins the agent's latest version (or `agent.version`). Model calls of the session are charged to the key that creates it.",
+        },
+      },
+    )
+    .get(
+      "/v1/sessions",
+      async ({ auth, query, request }) => {
+        const statuses = arrayParam(request, "statuses");
+        for (const st of statuses) if (!(SESSION_STATUSES as readonly string[]).includes(st)) throw new ApiError(400, `statuses: unknown status '${st}'`);
+        return sessions.list(auth.organizationId, {
+          limit: limitOf(query.limit),
+          after: idCursor(query.page, "sess_"),
+          agentId: query.agent_id,
+          agentVersion: query.agent_version,
+          statuses,
+          includeArchived: query.include_archived ?? false,
+        });
+      },
+      {
+        query: t.Object(
+          { limit: Limit, page: t.Optional(t.String()), agent_id: t.Optional(t.String()), agent_version: t.Optional(t.Integer({ minimum: 1 })), include_archived: Bool },
+          { additionalProperties: true },
+        ),
+        detail: { tags: ["sessions"], summary: "List sessions, newest first", description: "Filters: `agent_id`, `agent_version`, `statuses[]`. `prev_page` is always null." },
+      },
+    )
+    .get("/v1/sessions/:session_id", ({ auth, params }) => sessions.get(auth.organizationId, params.session_id), { detail: { tags: ["sessions"], summary: "Get a session" } })
+    .post("/v1/sessions/:session_id", ({ auth, params, body }) => sessions.update(auth.organizationId, params.session_id, body as any), {
+      body: t.Object({ title: t.Optional(t.Union([t.String({ maxLength: 512 }), t.Null()])), metadata: t.Optional(MetadataPatch) }, { additionalProperties: true }),
+      detail: { tags: ["sessions"], summary: "Update a session's title or metadata" },
+    })
+    .post("/v1/sessions/:session_id/archive", ({ auth, params }) => sessions.archive(auth.organizationId, params.session_id), {
+      detail: { tags: ["sessions"], summary: "Archive a session", description: "409 while it is running (interrupt it first)." },
+    })
+    .delete(
+      "/v1/sessions/:session_id",
+      async ({ auth, params }) => {
+        const row = await sessions.delete(auth.organizationId, params.session_id);
+        if (row.sandboxId) await sandboxServiceOf(s).kill(row.organizationId, row.sandboxId).catch(() => {});
+        return { id: row.id, type: "session_deleted" };
+      },
+      { detail: { tags: ["sessions"], summary: "Delete a session, its events and its sandbox", description: "409 while it is running." } },
+    )
+    .get(
+      "/v1/sessions/:session_id/events",
+      async ({ auth, params, query, request }) => {
+        await sessions.getRow(auth.organizationId, params.session_id);
+        return listEvents(s.db, params.session_id, { limit: query.limit, page: query.page, order: query.order, types: arrayParam(request, "types") });
+      },
+      {
+        query: t.Object({ limit: Limit, page: t.Optional(t.String()), order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")], { error: "order must be asc or desc" })) }, { additionalProperties: true }),
+        detail: { tags: ["sessions"], summary: "List a session's persisted events", description: "Oldest first unless `order=desc`; `types[]` filters by event type." },
+      },
+    )
+    .post(
+      "/v1/sessions/:session_id/events",
+      async ({ auth, params, body, request }) => {
+        const r = await send(auth.organizationId, params.session_id, body.events as Record<string, any>[]);
+        if (r.running && (request.headers.get("accept") ?? "").includes("text/event-stream")) {
+          return new Response(sessionStream(s, params.session_id, { after: r.firstSeq - 1, until: new Set(["session.status_idle", "session.status_terminated"]), pollMs }, request.signal), { headers: SSE_HEADERS });
+        }
+        return { data: r.rows.map(eventJson) };
+      },
+      {
+        body: t.Object({ events: t.Array(t.Object({ type: t.String() }, { additionalProperties: true }), { minItems: 1, maxItems: 100, error: "events must be a non-empty array of events with a type" }) }),
+        detail: {
+          tags: ["sessions"],
+          summary: "Send events to a session",
+          description:
+            "Accepts user.message, user.interrupt, user.tool_confirmation and user.custom_tool_result; each is persisted (as `sevt_...`) before the answer. With `Accept: text/event-stream` the answer is an SSE stream of the session's events from the sent ones until the session goes idle.",
+        },
+      },
+    )
+    .get(
+      "/v1/sessions/:session_id/events/stream",
+      async ({ auth, params, request }) => {
+        await sessions.getRow(auth.organizationId, params.session_id);
+        return new Response(sessionStream(s, params.session_id, { after: 0, pollMs }, request.signal), { headers: SSE_HEADERS });
+      },
+      {
+        detail: {
+          tags: ["sessions"],
+          summary: "Stream a session's events (SSE)",
+          description: "Replays every persisted event, then follows new ones as they commit (`event: <type>`, `data: <event>`). Comment heartbeats every 15 s.",
+        },
+      },
+    );
+}
