@@ -1,5 +1,5 @@
 // Child process for bench/foundation.ts: a bare Bun.serve hello-world (MODE=bare) or the
-// service with one authenticated no-op route (MODE=service). Prints "READY <url> <key>".
+// service with one authenticated no-op route (MODE=service). Prints "READY <url> <key>" on stderr.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,14 +11,15 @@ import { startServer } from "../src/server";
 
 if (process.env.MODE === "bare") {
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-  console.log(`READY http://127.0.0.1:${server.port} -`);
+  console.error(`READY http://127.0.0.1:${server.port} -`);
 } else {
   const noop = {
     surfaces: [{ prefix: "/bench", family: "flat" as const, credentials: "bearer" as const }],
     routes: () => new Elysia().use(requestContext).get("/bench/noop", () => "ok"),
   };
   const config = loadConfig({ ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: mkdtempSync(join(tmpdir(), "gw-bench-")), BOOTSTRAP: "false" });
-  const server = await startServer(config, { modules: [...routeModules, noop] });
+  const modules = process.env.ONLY_FOUNDATION ? routeModules.slice(0, 2) : routeModules;
+  const server = await startServer(config, { modules: [...modules, noop] });
   const org = await server.services.keys.createOrganization("bench");
   const { key } = await server.services.keys.createKey({ organizationId: org.id, name: "bench" });
   console.error(`READY ${server.url} ${key}`);

@@ -10,7 +10,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 export async function run() {
   const rows: { name: string; rps: number; p50: number; p99: number }[] = [];
   const measure = async (name: string, env: Record<string, string>, path: string, auth: boolean) => {
-    const child = await startChild(server, env);
+    const child = await startChild(server, env, { ignoreStdout: true });
     try {
       const headers = auth ? { authorization: `Bearer ${child.token}` } : undefined;
       await wrk(child.url + path, { connections: 64, seconds: 2, headers }); // warm-up

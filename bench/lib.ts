@@ -9,8 +9,11 @@ export interface Child {
 }
 
 /** Starts `bun <script>` and waits for its "READY <url> <token>" line (stdout or stderr). */
-export async function startChild(script: string, env: Record<string, string>): Promise<Child> {
-  const proc = Bun.spawn(["bun", script], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+export async function startChild(script: string, env: Record<string, string>, opts: { ignoreStdout?: boolean } = {}): Promise<Child> {
+  // ignoreStdout: the child's stdout (e.g. access logs) goes to /dev/null instead of being
+  // read by this process, which would otherwise compete for the CPU being measured; the
+  // READY line must then come on stderr.
+  const proc = Bun.spawn(["bun", script], { env: { ...process.env, ...env }, stdout: opts.ignoreStdout ? "ignore" : "pipe", stderr: "pipe" });
   let seen = "";
   const ready = new Promise<[string, string]>((resolve, reject) => {
     const scan = async (stream: ReadableStream<Uint8Array>, keep: boolean) => {
@@ -28,7 +31,7 @@ export async function startChild(script: string, env: Record<string, string>): P
         if (m) resolve([m[1], m[2]]);
       }
     };
-    void scan(proc.stdout as ReadableStream<Uint8Array>, false);
+    if (!opts.ignoreStdout) void scan(proc.stdout as ReadableStream<Uint8Array>, false);
     void scan(proc.stderr as ReadableStream<Uint8Array>, true);
     void proc.exited.then((code) => reject(new Error(`${script} exited ${code} before it was ready:\n${seen}`)));
   });

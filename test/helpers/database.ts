@@ -33,20 +33,12 @@ export async function freshDatabase(): Promise<{ database: Database; url?: strin
   };
 }
 
-/** A database URL for tests that start service processes themselves (must be a server). */
+/**
+ * A fresh database on the PostgreSQL server of TEST_DATABASE_URL, or undefined in the
+ * default (PGlite) run: for tests that start service processes themselves.
+ */
 export async function freshServerDatabaseUrl(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
-  const serverUrl = process.env.TEST_DATABASE_URL;
-  if (!serverUrl) return undefined;
-  const name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${name}"`);
-  return {
-    url: withDatabase(serverUrl, name),
-    async drop() {
-      await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      await admin.end();
-    },
-  };
+  return process.env.TEST_DATABASE_URL ? requireServerDatabase() : undefined;
 }
 
 let template: Promise<Blob> | undefined;
