@@ -12,37 +12,18 @@ import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { LLMock } from "@copilotkit/aimock";
 import { eq } from "drizzle-orm";
-import postgres from "postgres";
 import { append } from "../src/agents/log";
 import { agentSessions } from "../src/agents/schema";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";
-import { fmt, percentile } from "./lib";
+import { fmt, percentile, benchDatabase } from "./lib";
 
 const EVENTS = Number(process.env.BENCH_AGENT_EVENTS ?? 2000);
 const TURNS = Number(process.env.BENCH_AGENT_TURNS ?? 60);
 
-async function database(): Promise<{ url?: string; label: string; drop(): Promise<void> }> {
-  const serverUrl = process.env.BENCH_DATABASE_URL;
-  if (!serverUrl) return { label: "PGlite (embedded, on disk)", drop: async () => {} };
-  const name = `bench_agents_${process.pid}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${name}"`);
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    label: "PostgreSQL (BENCH_DATABASE_URL)",
-    async drop() {
-      await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      await admin.end();
-    },
-  };
-}
-
 export async function run() {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-agents-"));
-  const db = await database();
+  const db = await benchDatabase("agents");
   const mock = new LLMock({ port: 0, host: "127.0.0.1" });
   mock.on({ userMessage: "ping" }, { content: "pong", usage: { input_tokens: 3, output_tokens: 1 } } as never);
   await mock.start();

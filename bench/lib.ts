@@ -1,5 +1,6 @@
 // Shared helpers for benchmark parts: child servers, wrk runs, percentiles.
 import type { Subprocess } from "bun";
+import postgres from "postgres";
 
 export interface Child {
   url: string;
@@ -82,3 +83,25 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/**
+ * The database a benchmark part runs on: embedded PGlite by default, or a fresh database
+ * (dropped afterwards) on the server of BENCH_DATABASE_URL=postgres://...
+ */
+export async function benchDatabase(part: string): Promise<{ url?: string; label: string; drop(): Promise<void> }> {
+  const serverUrl = process.env.BENCH_DATABASE_URL;
+  if (!serverUrl) return { label: "PGlite (embedded, on disk)", drop: async () => {} };
+  const name = `bench_${part}_${process.pid}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    label: "PostgreSQL (BENCH_DATABASE_URL)",
+    async drop() {
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    },
+  };
+}

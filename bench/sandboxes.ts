@@ -9,8 +9,7 @@ import { join } from "node:path";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";
 import { pidsInNamespace } from "../src/sandboxes/local/procfs";
-import postgres from "postgres";
-import { fmt, percentile } from "./lib";
+import { fmt, percentile, benchDatabase } from "./lib";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -33,29 +32,10 @@ function pssKiB(pid: number): number {
   }
 }
 
-/** BENCH_DATABASE_URL=postgres://... runs on a fresh database on that server instead of PGlite. */
-async function database(): Promise<{ url?: string; label: string; drop(): Promise<void> }> {
-  const serverUrl = process.env.BENCH_DATABASE_URL;
-  if (!serverUrl) return { label: "PGlite (embedded, on disk)", drop: async () => {} };
-  const name = `bench_sbx_${process.pid}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${name}"`);
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    label: "PostgreSQL (BENCH_DATABASE_URL)",
-    async drop() {
-      await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      await admin.end();
-    },
-  };
-}
-
 export async function run() {
   if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
   const dataDir = mkdtempSync(join(tmpdir(), "bench-sbx-"));
-  const db = await database();
+  const db = await benchDatabase("sbx");
   const server = await startServer(
     loadConfig({
       PORT: "0",
