@@ -18,7 +18,9 @@ if (process.env.MODE === "bare") {
     routes: () => new Elysia().use(requestContext).get("/bench/noop", () => "ok"),
   };
   const config = loadConfig({ ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: mkdtempSync(join(tmpdir(), "gw-bench-")), BOOTSTRAP: "false" });
-  const modules = process.env.ONLY_FOUNDATION ? routeModules.slice(0, 2) : routeModules;
+  // Diagnostics: ONLY_FOUNDATION=1 serves only health+admin; KEEP=4,7 adds routeModules[4] and [7].
+  const keep = process.env.KEEP ? process.env.KEEP.split(",").map(Number) : undefined;
+  const modules = process.env.ONLY_FOUNDATION ? routeModules.slice(0, 2) : keep ? routeModules.filter((_, i) => i < 2 || keep.includes(i)) : routeModules;
   const server = await startServer(config, { modules: [...modules, noop] });
   const org = await server.services.keys.createOrganization("bench");
   const { key } = await server.services.keys.createKey({ organizationId: org.id, name: "bench" });
