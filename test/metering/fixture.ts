@@ -15,17 +15,8 @@ export async function startUsageUpstream(): Promise<LLMock> {
   return mock;
 }
 
-/** Zero-config environment: each vendor plugin pointed at the one upstream. */
-export function vendorEnv(mock: LLMock): Record<string, string> {
-  return {
-    OPENAI_API_KEY: "sk-upstream-openai",
-    OPENAI_BASE_URL: `${mock.url}/v1`,
-    ANTHROPIC_API_KEY: "sk-upstream-anthropic",
-    ANTHROPIC_BASE_URL: mock.url,
-    GEMINI_API_KEY: "upstream-gemini",
-    GEMINI_BASE_URL: mock.url,
-  };
-}
+// Zero-config environment: the same one the gateway tests use.
+export { vendorEnv } from "../gateway/helpers";
 
 export interface ModelSurface {
   name: string;
