@@ -43,9 +43,23 @@ export function corePlugin(deps: CoreDeps) {
   const afterAuth = deps.afterAuth ?? [];
   const accessLog = log.enabled("info");
 
+  /** Stores the caller and runs the after-auth hooks; a promise only if one of them is async. */
+  const runAfterAuth = (c: { auth: AuthContext; request: Request }, auth: AuthContext, surface: Surface): void | Promise<void> => {
+    c.auth = auth;
+    for (let i = 0; i < afterAuth.length; i++) {
+      const pending = afterAuth[i](auth, surface, c.request);
+      if (pending) return pending.then(() => continueAfterAuth(c, auth, surface, i + 1));
+    }
+  };
+  const continueAfterAuth = async (c: { request: Request }, auth: AuthContext, surface: Surface, from: number): Promise<void> => {
+    for (let i = from; i < afterAuth.length; i++) await afterAuth[i](auth, surface, c.request);
+  };
+
   const core = new Elysia({ name: "core" })
     .use(requestContext)
-    .onRequest(async (c) => {
+    // Synchronous unless something must wait (a key-cache miss, a shared rate-limit
+    // counter): an async hook would cost every request a promise and an await.
+    .onRequest((c) => {
       c.startedAt = performance.now();
       c.requestId = requestIdFor(c.request);
       c.set.headers["x-request-id"] = c.requestId;
@@ -58,11 +72,8 @@ export function corePlugin(deps: CoreDeps) {
       if (surface.credentials === "none") return;
       if (surface.credentials === "admin") return checkAdmin(c.request, adminToken);
       const auth = authenticate(surface, c.request, url, authCache);
-      c.auth = auth instanceof Promise ? await auth : auth;
-      for (const hook of afterAuth) {
-        const pending = hook(c.auth, surface, c.request);
-        if (pending) await pending;
-      }
+      if (auth instanceof Promise) return auth.then((a) => runAfterAuth(c, a, surface));
+      return runAfterAuth(c, auth, surface);
     })
     .onParse({ as: "global" }, ({ request, contentType }) => parseJsonBody(request, contentType, bodyLimitBytes))
     .onError({ as: "global" }, (c) => {

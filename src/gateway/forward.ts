@@ -69,7 +69,9 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
     });
 
   let last: { status: number; message: string } = { status: 503, message: "no provider candidate was available" };
-  for (const c of call.candidates) {
+  let resent = false;
+  for (let i = 0; i < call.candidates.length; i++) {
+    const c = call.candidates[i];
     used = c;
     const ac = new AbortController();
     const onClientGone = () => ac.abort();
@@ -156,6 +158,14 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         record(499);
         throw new ApiError(499, "client closed the request");
       }
+      // A pooled keep-alive connection the upstream had already closed: the request never
+      // reached it, so it goes once more to the same candidate on a fresh connection
+      // (not counted as the candidate failing).
+      if (!timedOut && !resent && isStaleConnection(e)) {
+        resent = true;
+        i--;
+        continue;
+      }
       d.router.failed(c);
       last = timedOut
         ? { status: 504, message: `provider ${c.provider} did not answer within ${d.options.timeoutMs} ms` }
@@ -167,6 +177,11 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const status = last.status === 504 ? 504 : last.status >= 500 && last.status !== 503 ? 502 : 503;
   record(status);
   throw new ApiError(status, status === 503 ? `all provider candidates are unavailable (${last.message})` : last.message);
+}
+
+/** Bun's fetch reports a reused connection closed under it as ECONNRESET. */
+function isStaleConnection(e: unknown): boolean {
+  return (e as { code?: string } | null)?.code === "ECONNRESET";
 }
 
 function parseJson(text: string): any {

@@ -16,6 +16,42 @@ let svc: TestService;
 let key: string;
 let keyId: string;
 let openai: OpenAI;
+let flaky: ReturnType<typeof startClosingUpstream>;
+
+/**
+ * A raw HTTP/1.1 upstream that answers the first request of each connection (keep-alive)
+ * and closes the connection when a second request arrives on it: what a pooled
+ * connection looks like after the upstream's idle timeout closed it.
+ */
+function startClosingUpstream() {
+  const seen = { connections: 0, requests: 0, answered: 0 };
+  const completion = JSON.stringify({ id: "chatcmpl-1", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "fresh connection" }, finish_reason: "stop" }] });
+  const server = Bun.listen<{ buf: string; served: number }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open(sock) {
+        seen.connections++;
+        sock.data = { buf: "", served: 0 };
+      },
+      data(sock, chunk) {
+        sock.data.buf += chunk.toString();
+        for (;;) {
+          const end = sock.data.buf.indexOf("\r\n\r\n");
+          if (end < 0) return;
+          const length = Number(/content-length:\s*(\d+)/i.exec(sock.data.buf.slice(0, end))?.[1] ?? 0);
+          if (sock.data.buf.length < end + 4 + length) return;
+          sock.data.buf = sock.data.buf.slice(end + 4 + length);
+          seen.requests++;
+          if (sock.data.served++ > 0) return void sock.terminate();
+          seen.answered++;
+          sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(completion)}\r\nconnection: keep-alive\r\n\r\n${completion}`);
+        }
+      },
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
+}
 
 const hits = (mock: LLMock, text: string) =>
   mock.getRequests().filter((r) => JSON.stringify(r.body ?? "").includes(text)).length;
@@ -23,6 +59,7 @@ const hits = (mock: LLMock, text: string) =>
 beforeAll(async () => {
   primary = await startUpstream();
   secondary = await startUpstream();
+  flaky = startClosingUpstream();
   primary.onMessage("fallback on 500", { error: { message: "primary broke", type: "server_error" }, status: 500 });
   primary.onMessage("fallback on 429", { error: { message: "slow down", type: "rate_limit_error" }, status: 429 });
   primary.onMessage("always failing", { error: { message: "primary broke", type: "server_error" }, status: 500 });
@@ -40,6 +77,7 @@ beforeAll(async () => {
       primary: { plugin: "openai", apiKey: "k1", baseURL: `${primary.url}/v1` },
       secondary: { plugin: "openai", apiKey: "k2", baseURL: `${secondary.url}/v1` },
       dead: { plugin: "openai", apiKey: "k3", baseURL: "http://127.0.0.1:1/v1" },
+      flaky: { plugin: "openai", apiKey: "k6", baseURL: `${flaky.url}/v1` },
       claude: { plugin: "anthropic", apiKey: "k4", baseURL: primary.url },
       "claude-picky": { plugin: "anthropic", apiKey: "k5", baseURL: secondary.url, betas: ["known-beta"], unsupportedBetas: "skip" },
     },
@@ -49,6 +87,7 @@ beforeAll(async () => {
       "via-dead": [{ provider: "dead", model: "m" }, { provider: "secondary", model: "m" }],
       "cooling": [{ provider: "primary", model: "cool" }, { provider: "secondary", model: "cool" }],
       "dead-only": [{ provider: "dead", model: "m" }],
+      "flaky-only": [{ provider: "flaky", model: "m" }],
       "broken-only": [{ provider: "primary", model: "broken" }],
       slow: [{ provider: "primary", model: "slow" }],
       trunc: [{ provider: "primary", model: "trunc" }, { provider: "secondary", model: "trunc" }],
@@ -71,6 +110,7 @@ afterAll(async () => {
   await svc?.close();
   await primary?.stop();
   await secondary?.stop();
+  flaky?.stop();
 });
 
 const chat = (model: string, content: string) => openai.chat.completions.create({ model, messages: [{ role: "user", content }] });
@@ -94,6 +134,15 @@ describe("fallback before the first byte", () => {
   test("first candidate refuses connections: the second serves the request", async () => {
     const r = await chat("via-dead", "refused first");
     expect(r.choices[0].message.content).toBe("from secondary");
+  });
+
+  test("a pooled connection the upstream closed: the request is sent once more on a fresh connection", async () => {
+    // More rounds than cooldownFailures: a stale connection is not the candidate failing.
+    for (let i = 0; i < 3; i++) expect((await chat("flaky-only", "stale pool")).choices[0].message.content).toBe("fresh connection");
+    expect(flaky.seen.answered).toBe(3);
+    // Every request after the first met a closed pooled connection, then a fresh one.
+    expect(flaky.seen.requests).toBe(5);
+    expect(flaky.seen.connections).toBe(3);
   });
 
   test("a candidate that keeps failing is skipped for the cool-down", async () => {
