@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
 import type { Db } from "../db/client";
-import { recordEvent } from "../events/record";
+import { recordEvents } from "../events/record";
 import { newId } from "../ids";
 import type { Services } from "../services";
 import { type Page, limitOf } from "./page";
@@ -76,9 +76,10 @@ export async function appendInTx(tx: Tx, session: Pick<SessionRow, "id" | "organ
   const values = events.map((e) => ({ id: newId("sevt_"), sessionId: session.id, organizationId: session.organizationId, type: e.type, payload: e.payload, createdAt: now }));
   const rows = await tx.insert(agentSessionEvents).values(values).returning();
   rows.sort((a, b) => a.seq - b.seq);
-  for (const r of rows) {
-    await recordEvent(tx, { id: r.id, organizationId: session.organizationId, resourceType: "session", resourceId: session.id, agentId: session.agentId, type: r.type, data: { ...publicPayload(r.payload), processed_at: r.createdAt.toISOString() } });
-  }
+  await recordEvents(
+    tx,
+    rows.map((r) => ({ id: r.id, organizationId: session.organizationId, resourceType: "session", resourceId: session.id, agentId: session.agentId, type: r.type, data: { ...publicPayload(r.payload), processed_at: r.createdAt.toISOString() } })),
+  );
   return rows;
 }
 

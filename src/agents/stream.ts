@@ -23,7 +23,13 @@ const HEARTBEAT_MS = 15_000;
 export function sessionStream(s: Services, sessionId: string, opts: StreamOptions, signal: AbortSignal): ReadableStream<Uint8Array> {
   let closed = false;
   let wake: (() => void) | undefined;
-  const unsubscribe = busOf(s).subscribe(sessionId, () => wake?.());
+  // Set by every commit notice: one that lands while the database is being read must not
+  // be lost (the follower would sleep until the next poll).
+  let dirty = false;
+  const unsubscribe = busOf(s).subscribe(sessionId, () => {
+    dirty = true;
+    wake?.();
+  });
   const finish = () => {
     closed = true;
     unsubscribe();
@@ -41,6 +47,7 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
     async pull(controller) {
       try {
         while (!closed) {
+          dirty = false;
           const rows = await eventsAfter(s.db, sessionId, seq, 500);
           if (rows.length) {
             let out = "";
@@ -66,6 +73,7 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
             lastWrite = Date.now();
             return;
           }
+          if (dirty) continue;
           await new Promise<void>((resolve) => {
             const t = setTimeout(resolve, opts.pollMs);
             wake = () => {

@@ -50,39 +50,63 @@ export type DbOrTx = Pick<Db, "insert" | "select" | "update" | "delete" | "execu
  * registered later do not receive earlier events.
  */
 export async function recordEvent(tx: DbOrTx, e: NewEvent): Promise<EventEnvelope> {
-  const id = e.id ?? newId(e.resourceType === "session" ? "sevt_" : "evt_");
-  const sandboxId = e.resourceType === "sandbox" ? e.resourceId : "";
-  // One statement (one round trip on the committing request's path): the event row,
-  // its deliveries, and - if there are any - the wake-up for the workers.
+  return (await recordEvents(tx, [e]))[0];
+}
+
+/**
+ * recordEvent for several events in one statement (one round trip however many): a
+ * session's turn writes its events and their outbox rows together. Envelopes come back
+ * in the order given.
+ */
+export async function recordEvents(tx: DbOrTx, list: NewEvent[]): Promise<EventEnvelope[]> {
+  if (!list.length) return [];
+  const input = list.map((e, ord) => ({
+    ord,
+    id: e.id ?? newId(e.resourceType === "session" ? "sevt_" : "evt_"),
+    organization_id: e.organizationId,
+    resource_type: e.resourceType,
+    resource_id: e.resourceId,
+    agent_id: e.agentId ?? null,
+    type: e.type,
+    sandbox_id: e.resourceType === "sandbox" ? e.resourceId : "",
+    data: e.data,
+    skip: e.skipWebhooks ?? false,
+  }));
+  // The event rows, their deliveries, and - if there are any - the wake-up for the workers.
   const result = await tx.execute(sql`
-    with ev as (
+    with input as (
+      select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
+        as x(ord int, id text, organization_id text, resource_type text, resource_id text, agent_id text, type text, sandbox_id text, data jsonb, skip boolean)
+    ),
+    ev as (
       insert into events (id, organization_id, resource_type, resource_id, agent_id, type, sandbox_id, data)
-      values (${id}, ${e.organizationId}, ${e.resourceType}, ${e.resourceId}, ${e.agentId ?? null}, ${e.type}, ${sandboxId}, ${JSON.stringify(e.data)}::jsonb)
-      returning *
+      select id, organization_id, resource_type, resource_id, agent_id, type, sandbox_id, data from input order by ord
+      returning id, created_at
     ),
     queued as (
       insert into webhook_deliveries (event_id, webhook_id, organization_id)
-      select ev.id, w.id, w.organization_id from ev, webhooks w
-      where not ${e.skipWebhooks ?? false}::boolean
-        and w.organization_id = ev.organization_id and w.resource_type = ev.resource_type and w.enabled
-        and (jsonb_array_length(w.events) = 0 or w.events @> jsonb_build_array(ev.type))
+      select input.id, w.id, w.organization_id from input, webhooks w
+      where not input.skip
+        and w.organization_id = input.organization_id and w.resource_type = input.resource_type and w.enabled
+        and (jsonb_array_length(w.events) = 0 or w.events @> jsonb_build_array(input.type))
       returning 1
     ),
     woken as (select pg_notify(${DELIVERY_CHANNEL}, '') from (select 1 from queued limit 1) q)
-    select ev.*, (select count(*) from woken) as woken from ev`);
-  const [r] = rowsOf<Record<string, unknown>>(result);
-  const row: typeof events.$inferSelect = {
-    id: String(r.id),
-    organizationId: String(r.organization_id),
-    resourceType: String(r.resource_type),
-    resourceId: String(r.resource_id),
-    agentId: (r.agent_id as string | null) ?? null,
-    type: String(r.type),
-    sandboxId: String(r.sandbox_id),
-    data: (typeof r.data === "string" ? JSON.parse(r.data) : r.data) as Record<string, unknown>,
-    createdAt: new Date(r.created_at as string | Date),
-  };
-  return envelopeOf(row);
+    select ev.id, ev.created_at, (select count(*) from woken) as woken from ev`);
+  const createdAt = new Map(rowsOf<{ id: string; created_at: string | Date }>(result).map((r) => [r.id, new Date(r.created_at)]));
+  return input.map((r) =>
+    envelopeOf({
+      id: r.id,
+      organizationId: r.organization_id,
+      resourceType: r.resource_type,
+      resourceId: r.resource_id,
+      agentId: r.agent_id,
+      type: r.type,
+      sandboxId: r.sandbox_id,
+      data: r.data,
+      createdAt: createdAt.get(r.id)!,
+    }),
+  );
 }
 
 export function envelopeOf(row: typeof events.$inferSelect): EventEnvelope {

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
 import type { Db } from "../db/client";
-import { type NewEvent, recordEvent } from "../events/record";
+import { type NewEvent, recordEvent, recordEvents } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Registry } from "../registry/registry";
@@ -178,9 +178,7 @@ export class SandboxService {
     this.queuedEvents = [];
     try {
       if (batch.length) {
-        await this.db.transaction(async (tx) => {
-          for (const e of batch) await recordEvent(tx, e);
-        });
+        await recordEvents(this.db, batch);
       }
     } catch (e) {
       this.log.error("process.completed events not written", { count: batch.length, err: e });
