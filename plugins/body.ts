@@ -20,7 +20,18 @@ export async function readBodyText(request: Request, limit: number): Promise<str
   // the HTTP server never delivers more than it declares: read it in one go, which is
   // much cheaper than the chunk loop below.
   if (request.headers.has("content-length")) return request.text();
-  const reader = request.body.getReader();
+  return Buffer.from(await readChunked(request.body, limit)).toString("utf8");
+}
+
+/** The body's bytes under the same limit as JSON bodies (see readBodyText). */
+export async function readBodyBytes(request: Request, limit: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array();
+  if (request.headers.has("content-length")) return new Uint8Array(await request.arrayBuffer());
+  return readChunked(request.body, limit);
+}
+
+async function readChunked(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -33,7 +44,25 @@ export async function readBodyText(request: Request, limit: number): Promise<str
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+export function isMultipart(request: Request): boolean {
+  return (request.headers.get("content-type") ?? "").toLowerCase().startsWith("multipart/form-data");
+}
+
+/**
+ * multipart/form-data, for the few surfaces that take file uploads (surface
+ * `multipart: true`). The bytes are read under the same size limit as JSON before the
+ * form is parsed, so an upload cannot get around the 10 MB cap.
+ */
+export async function parseMultipartBody(request: Request, limit: number): Promise<FormData> {
+  const bytes = await readBodyBytes(request, limit);
+  try {
+    return (await new Response(bytes, { headers: { "content-type": request.headers.get("content-type") ?? "" } }).formData()) as unknown as FormData;
+  } catch {
+    throw new ApiError(400, "request body is not valid multipart/form-data");
+  }
 }
 
 /**

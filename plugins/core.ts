@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { AuthCache } from "../src/keys/auth-cache";
 import type { Logger } from "../src/log";
 import { type AuthContext, authenticate, checkAdmin } from "./auth";
-import { checkDeclaredLength, parseJsonBody } from "./body";
+import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } from "./body";
 import { ApiError, errorBody, toApiError } from "./errors";
 import { requestIdFor } from "./request-id";
 import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
@@ -33,7 +33,8 @@ export interface CoreDeps {
 
 /**
  * The cross-cutting HTTP layer, in request order:
- * request id -> surface lookup -> body size -> credentials -> JSON parse -> route
+ * request id -> surface lookup -> body size -> credentials -> JSON (or, where the surface
+ * takes uploads, multipart) parse -> route
  * -> errors rendered in the surface's family -> access log.
  * Authentication runs in onRequest, before the body is read, so unauthenticated
  * callers cannot make the service parse 10 MB bodies.
@@ -75,7 +76,9 @@ export function corePlugin(deps: CoreDeps) {
       if (auth instanceof Promise) return auth.then((a) => runAfterAuth(c, a, surface));
       return runAfterAuth(c, auth, surface);
     })
-    .onParse({ as: "global" }, ({ request, contentType }) => parseJsonBody(request, contentType, bodyLimitBytes))
+    .onParse({ as: "global" }, ({ request, contentType, surface }) =>
+      surface.multipart && isMultipart(request) ? parseMultipartBody(request, bodyLimitBytes) : parseJsonBody(request, contentType, bodyLimitBytes),
+    )
     .onError({ as: "global" }, (c) => {
       const err = toApiError(c.error, c.code);
       const surface = (c as { surface?: Surface }).surface ?? OPEN_SURFACE;

@@ -28,6 +28,8 @@ export interface Surface {
   scope?: string;
   /** Model surfaces enforce the key's spending limit, with this status (spec: 402, 403 on protocol surfaces). */
   spendLimitStatus?: 402 | 403;
+  /** Also accepts multipart/form-data bodies (file uploads), under the same size limit as JSON. */
+  multipart?: boolean;
   /**
    * Narrows the surface to paths under `prefix` that also match this pattern; such
    * surfaces are consulted first. Lets two protocols share a prefix, e.g. the

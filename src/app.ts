@@ -7,6 +7,7 @@ import { generationModule } from "./generation";
 import { healthRoutes } from "./health";
 import { sandboxesModule } from "./sandboxes";
 import { agentsModule } from "./agents";
+import { skillsModule } from "./skills";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
 import { openapiRoutes } from "./openapi";
@@ -37,6 +38,7 @@ export const routeModules: RouteModule[] = [
   eventsModule,
   sandboxesModule,
   agentsModule,
+  skillsModule,
   generationModule,
 ];
 

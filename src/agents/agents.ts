@@ -2,6 +2,7 @@ import { and, desc, eq, gt, isNull, lt, max, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
+import { resolveSkillRefs, type SkillRef } from "../skills/references";
 import { iso, mergeMetadata, type Page, pageOf } from "./page";
 import { type AgentRow, agentVersions } from "./schema";
 
@@ -47,6 +48,8 @@ export interface AgentInput {
   system?: string | null;
   tools?: any[] | null;
   mcp_servers?: McpServer[] | null;
+  /** Skill references (SDK BetaManagedAgentsSkillParams); pinned to versions when stored. */
+  skills?: unknown[] | null;
   metadata?: Record<string, string | null> | null;
 }
 
@@ -60,7 +63,7 @@ export interface AgentJson {
   system: string | null;
   tools: AgentTool[];
   mcp_servers: McpServer[];
-  skills: unknown[];
+  skills: SkillRef[];
   multiagent: null;
   execution_identity: { type: "service_account" };
   metadata: Record<string, string>;
@@ -80,7 +83,7 @@ export function agentJson(r: AgentRow): AgentJson {
     system: r.system,
     tools: r.tools as unknown as AgentTool[],
     mcp_servers: r.mcpServers as unknown as McpServer[],
-    skills: [],
+    skills: r.skills ?? [],
     multiagent: null,
     execution_identity: { type: "service_account" },
     metadata: r.metadata,
@@ -154,6 +157,8 @@ export class AgentRepository {
   async create(organizationId: string, input: AgentInput & { name: string; model: NonNullable<AgentInput["model"]> }): Promise<AgentRow> {
     const servers = input.mcp_servers ?? [];
     checkServers(servers);
+    const tools = normalizeTools(input.tools ?? [], servers) as unknown as Record<string, unknown>[];
+    const skills = await resolveSkillRefs(this.db, organizationId, input.skills ?? []);
     const now = new Date();
     const [row] = await this.db
       .insert(agentVersions)
@@ -165,8 +170,9 @@ export class AgentRepository {
         description: input.description ?? null,
         model: normalizeModel(input.model),
         system: input.system ?? null,
-        tools: normalizeTools(input.tools ?? [], servers) as unknown as Record<string, unknown>[],
+        tools,
         mcpServers: servers.map((s) => ({ name: s.name, type: "url", url: s.url })),
+        skills,
         metadata: mergeMetadata({}, input.metadata ?? {}),
         createdAt: now,
         updatedAt: now,
@@ -197,6 +203,9 @@ export class AgentRepository {
     const servers = input.mcp_servers === undefined ? (cur.mcpServers as unknown as McpServer[]) : (input.mcp_servers ?? []);
     checkServers(servers);
     const tools = input.tools === undefined ? (cur.tools as any[]) : (input.tools ?? []);
+    const normalizedTools = normalizeTools(tools, servers) as unknown as Record<string, unknown>[];
+    // Omitted keeps the current references (already pinned); a list is checked and pinned again; null or [] clears.
+    const skills = input.skills === undefined ? (cur.skills ?? []) : await resolveSkillRefs(this.db, organizationId, input.skills ?? []);
     const now = new Date();
     try {
       const [row] = await this.db
@@ -209,8 +218,9 @@ export class AgentRepository {
           description: input.description === undefined ? cur.description : input.description,
           model: input.model === undefined ? cur.model : normalizeModel(input.model),
           system: input.system === undefined ? cur.system : input.system,
-          tools: normalizeTools(tools, servers) as unknown as Record<string, unknown>[],
+          tools: normalizedTools,
           mcpServers: servers.map((s) => ({ name: s.name, type: "url", url: s.url })),
+          skills,
           metadata: mergeMetadata(cur.metadata, input.metadata),
           createdAt: cur.createdAt,
           updatedAt: now,

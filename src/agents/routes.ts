@@ -44,6 +44,14 @@ const McpServerSchema = t.Object({ name: t.String({ minLength: 1, maxLength: 64,
 const Model = t.Union([t.String({ minLength: 1 }), t.Object({ id: t.String({ minLength: 1 }), speed: t.Optional(t.Union([t.String(), t.Null()])), effort: t.Optional(t.Unknown()), inference_geo: t.Optional(t.Unknown()) })], {
   error: "model must be a model id or an object with id",
 });
+const SkillParam = t.Object(
+  {
+    type: t.String({ description: "`custom` (skills uploaded with POST /v1/skills); `anthropic` is refused" }),
+    skill_id: t.String({ minLength: 1 }),
+    version: t.Optional(t.Union([t.String({ minLength: 1 }), t.Null()], { description: "A version id, or `latest` (the default): pinned to the newest version when the agent version is written" })),
+  },
+  { additionalProperties: true, error: "each skill must be {type: 'custom', skill_id, version?}" },
+);
 const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
 const Bool = t.Optional(t.BooleanString({ error: "must be true or false" }));
 
@@ -104,6 +112,7 @@ export function agentRoutes(s: Services) {
     system: t.Optional(t.Union([t.String({ maxLength: 100_000 }), t.Null()], { error: "system must be a string of at most 100000 characters" })),
     tools: t.Optional(t.Union([t.Array(Tool, { maxItems: 128 }), t.Null()])),
     mcp_servers: t.Optional(t.Union([t.Array(McpServerSchema, { maxItems: 20 }), t.Null()])),
+    skills: t.Optional(t.Union([t.Array(SkillParam), t.Null()])),
   };
 
   /**

@@ -4,16 +4,19 @@ import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import type { AuthContext } from "../../plugins/auth";
 import { ApiError } from "../../plugins/errors";
 import { egressPolicyFromEnv } from "../events/egress";
+import { type NewEvent, recordEvent } from "../events/record";
 import { type KeyRecord, NotFoundError } from "../keys/keys";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
+import { runToolWithSkills } from "../skills/runs";
+import { installSkills, systemWithSkills } from "../skills/sandbox";
 import { type AgentTool, BUILTIN_TOOLS, type CustomTool, type McpServer, type McpToolset, TOOLSET_TYPE, type Toolset } from "./agents";
 import { type EnvironmentConfig, normalizeConfig } from "./environments";
 import { appendInTx, busOf, eventsAfter, type NewSessionEvent } from "./log";
 import { McpConnectionError, McpConnections } from "./mcp";
 import { buildHistory, callModel, isToolUse, logicalOrder, ModelCallError, RESULT_REF, type ToolSpec } from "./model";
 import { type AgentRow, agentEnvironments, agentSessionEvents, agentSessions, agentVersions, type SessionEventRow, type SessionRow } from "./schema";
-import { BUILTIN_DEFS, ensureSandbox, runBuiltin, SandboxSetupError, type ToolOutcome } from "./tools";
+import { BUILTIN_DEFS, ensureSandbox, SandboxSetupError, type ToolOutcome } from "./tools";
 
 /** Thrown when this process no longer holds the session's lease: it must stop writing at once. */
 class LeaseLost extends Error {}
@@ -270,8 +273,12 @@ export class AgentRuntime {
       .catch((e) => this.s.log.warn("agent lease release failed", { sessionId: id, err: e }));
   }
 
-  /** Appends events (and a session update) only while this process holds the lease. */
-  private async write(session: SessionRow, events: NewSessionEvent[], patch: Partial<SessionRow> = {}): Promise<SessionEventRow[]> {
+  /**
+   * Appends events (and a session update) only while this process holds the lease.
+   * `outbox`: events of other resources caused by the same step (router.skill.completed),
+   * committed with it.
+   */
+  private async write(session: SessionRow, events: NewSessionEvent[], patch: Partial<SessionRow> = {}, outbox: NewEvent[] = []): Promise<SessionEventRow[]> {
     const rows = await this.s.db.transaction(async (tx) => {
       const held = await tx
         .update(agentSessions)
@@ -279,6 +286,7 @@ export class AgentRuntime {
         .where(and(eq(agentSessions.id, session.id), eq(agentSessions.leaseOwner, this.owner)))
         .returning({ id: agentSessions.id });
       if (!held.length) throw new LeaseLost("session lease lost");
+      for (const e of outbox) await recordEvent(tx, e);
       return appendInTx(tx, session, events);
     });
     busOf(this.s).publish(session.id);
@@ -469,6 +477,7 @@ export class AgentRuntime {
           }
           const r = agent ? resolveTool(agent, use.type === "agent.mcp_tool_use" ? `${use.payload.mcp_server_name}__${use.payload.name}` : String(use.payload.name)) : undefined;
           let out: ToolOutcome;
+          let outbox: NewEvent[] = [];
           if (!r || r.kind === "custom") {
             out = { text: `tool '${String(use.payload.name)}' is not available to this agent`, isError: true };
           } else {
@@ -481,8 +490,8 @@ export class AgentRuntime {
               out = { text: confirmation.deny_message || "the user denied this tool call", isError: true };
             } else if (r.kind === "builtin") {
               const env = await this.environment(session);
-              const sandboxId = await ensureSandbox(this.s, session, env);
-              out = await runBuiltin(this.s, session.organizationId, sandboxId, r.name, (use.payload.input ?? {}) as Record<string, any>);
+              const sandboxId = await ensureSandbox(this.s, session, env, (id) => installSkills(this.s, agent!, id));
+              ({ out, events: outbox } = await runToolWithSkills(this.s, session, agent!, sandboxId, r.name, (use.payload.input ?? {}) as Record<string, any>));
             } else {
               try {
                 out = await mcp.call(r.server, r.name, (use.payload.input ?? {}) as Record<string, unknown>, ctl.abort.signal);
@@ -492,7 +501,7 @@ export class AgentRuntime {
               }
             }
           }
-          await this.write(session, [resultEvent(use, out)]);
+          await this.write(session, [resultEvent(use, out)], {}, outbox);
           acted = true;
           // A user.interrupt written meanwhile stops the turn before the next tool.
           await refresh();
@@ -530,7 +539,7 @@ export class AgentRuntime {
           throw e;
         }
         const modelSeen = seen;
-        const reply = await callModel(this.s, auth, String(agent.model.id), agent.system, buildHistory(logicalOrder(events)), tools, ctl.abort.signal);
+        const reply = await callModel(this.s, auth, String(agent.model.id), await systemWithSkills(this.s, agent), buildHistory(logicalOrder(events)), tools, ctl.abort.signal);
         const usage = { input_tokens: session.usage.input_tokens + reply.usage.input, output_tokens: session.usage.output_tokens + reply.usage.output };
         session.usage = usage;
         let evs = this.replyEvents(agent, reply.text, reply.toolCalls, modelSeen);

@@ -1,3 +1,4 @@
+import type { SkillRef } from "../skills/references";
 import { bigserial, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3 });
@@ -18,6 +19,8 @@ export const agentVersions = pgTable(
     system: text("system"),
     tools: jsonb("tools").notNull().$type<Record<string, unknown>[]>(),
     mcpServers: jsonb("mcp_servers").notNull().$type<Record<string, unknown>[]>(),
+    /** Skill references pinned to versions (src/skills/references.ts). */
+    skills: jsonb("skills").notNull().default([]).$type<SkillRef[]>(),
     metadata: jsonb("metadata").notNull().$type<Record<string, string>>(),
     archivedAt: ts("archived_at"),
     createdAt: ts("created_at").notNull(),

@@ -22,7 +22,7 @@ function sessionAgentJson(a: AgentRow) {
     system: a.system,
     tools: a.tools,
     mcp_servers: a.mcpServers,
-    skills: [],
+    skills: a.skills ?? [],
     multiagent: null,
     execution_identity: { type: "service_account" as const },
   };

@@ -10,6 +10,8 @@ import { agentSessions, type SessionRow } from "./schema";
 export interface ToolOutcome {
   text: string;
   isError: boolean;
+  /** bash: the command's exit status (absent when it never ran). */
+  exitCode?: number;
 }
 
 /** Model-facing definitions of the built-in toolset (name, description, JSON schema). */
@@ -59,9 +61,10 @@ function sandboxTimeoutSec(s: Services): number {
 /**
  * The session's own sandbox: created from the environment on first use, kept for the
  * session (its id is stored on the session row), resumed when it was paused for
- * idleness, and replaced when it is gone (TTL reached, lost in a crash).
+ * idleness, and replaced when it is gone (TTL reached, lost in a crash). `prepare` runs
+ * once on each new sandbox, after the packages (the agent's skills are written there).
  */
-export async function ensureSandbox(s: Services, session: SessionRow, env: EnvironmentConfig): Promise<string> {
+export async function ensureSandbox(s: Services, session: SessionRow, env: EnvironmentConfig, prepare?: (sandboxId: string) => Promise<void>): Promise<string> {
   const svc = sandboxServiceOf(s);
   if (session.sandboxId) {
     try {
@@ -75,8 +78,9 @@ export async function ensureSandbox(s: Services, session: SessionRow, env: Envir
   const row = await svc.create(session.organizationId, { templateID: env.template, timeout: sandboxTimeoutSec(s), metadata: { session_id: session.id } });
   try {
     await installPackages(s, session.organizationId, row.id, env);
+    await prepare?.(row.id);
   } catch (e) {
-    // A sandbox without its packages is not kept: the next tool call starts over.
+    // A sandbox without its packages (or skills) is not kept: the next tool call starts over.
     await svc.kill(session.organizationId, row.id).catch(() => {});
     throw e;
   }
@@ -120,7 +124,7 @@ export async function runBuiltin(s: Services, org: string, sandboxId: string, na
         let text = r.stdout;
         if (r.stderr) text += (text && !text.endsWith("\n") ? "\n" : "") + r.stderr;
         if (r.exitCode !== 0) text += `${text && !text.endsWith("\n") ? "\n" : ""}[exit code ${r.exitCode}]`;
-        return { text: clip(text), isError: r.exitCode !== 0 };
+        return { text: clip(text), isError: r.exitCode !== 0, exitCode: r.exitCode };
       }
       case "read": {
         const text = await readText(str("file_path"));

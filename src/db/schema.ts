@@ -6,4 +6,5 @@ export * from "../metering/schema";
 export * from "../gateway/schema";
 export * from "../sandboxes/schema";
 export * from "../agents/schema";
+export * from "../skills/schema";
 export * from "../generation/schema";
