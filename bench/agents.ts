@@ -13,6 +13,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { LLMock } from "@copilotkit/aimock";
 import { eq } from "drizzle-orm";
 import { append } from "../src/agents/log";
+import { runtimeOf } from "../src/agents/runtime";
 import { agentSessions } from "../src/agents/schema";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";
@@ -116,6 +117,11 @@ export async function run() {
     }
     direct.sort((a, b) => a - b);
     turns.sort((a, b) => a - b);
+    // The loop's own timing of the same turns (warm-up excluded): pick-up to idle commit, minus the model call.
+    const timed = new Set(sessions.slice(5).map((x) => x.id));
+    const own = runtimeOf(s).recentTurns().filter((t) => timed.has(t.sessionId));
+    const loopMs = own.map((t) => t.loopMs).sort((a, b) => a - b);
+    const modelMs = own.map((t) => t.modelMs).sort((a, b) => a - b);
     const loadAvg = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
     console.log(`Database: ${db.label}; ${EVENTS} events, ${TURNS} turns; load average at the end: ${loadAvg}.\n`);
     console.log("| Measure | Value | Baseline (same run) | Ratio |");
@@ -127,6 +133,7 @@ export async function run() {
     const p90 = percentile(turns, 90) - percentile(direct, 90);
     console.log(`| Text-only turn, send -> idle over SSE (p50 / p90) | ${fmt(percentile(turns, 50), 2)} / ${fmt(percentile(turns, 90), 2)} ms | model call via gateway alone: ${fmt(percentile(direct, 50), 2)} / ${fmt(percentile(direct, 90), 2)} ms | ${fmt(percentile(turns, 50) / percentile(direct, 50), 2)}x |`);
     console.log(`| Loop overhead per turn (turn minus model call, p50 / p90) | ${fmt(p50, 2)} / ${fmt(p90, 2)} ms | target < 5 ms | ${p50 < 5 ? "met" : "not met"} |`);
+    console.log(`| Loop's own overhead per turn, timed by the loop (pick-up to idle commit minus model call; p50 / p90) | ${fmt(percentile(loopMs, 50), 2)} / ${fmt(percentile(loopMs, 90), 2)} ms | model call inside the loop: ${fmt(percentile(modelMs, 50), 2)} / ${fmt(percentile(modelMs, 90), 2)} ms | ${percentile(loopMs, 50) < 5 ? "met" : "not met"} (target < 5 ms) |`);
     const commitMs = 1000 / writeRate;
     console.log(`| The same overhead in single-event commits of this database | ${fmt(p50 / commitMs, 1)} commits | one commit: ${fmt(commitMs, 2)} ms | - |`);
   } finally {

@@ -122,6 +122,18 @@ function resolveTool(agent: AgentRow, modelName: string): Resolved | undefined {
  * continues from the log. One loop per session at a time, across processes, through a
  * lease on the session row (renewed while the loop runs; every write is fenced by it).
  */
+/** One turn, from the loop picking up input to the session going idle. */
+export interface TurnTiming {
+  sessionId: string;
+  totalMs: number;
+  /** Model calls (through the gateway, upstream included). */
+  modelMs: number;
+  /** Tool runs: sandbox set-up and commands, MCP calls. */
+  toolMs: number;
+  /** The rest: reading the log, deciding, writing events and status (the loop's own overhead). */
+  loopMs: number;
+}
+
 export class AgentRuntime {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly runs = new Map<string, { again: boolean; abort: AbortController }>();
@@ -131,6 +143,8 @@ export class AgentRuntime {
   /** Agent versions are immutable but for archived_at, which the loop does not read. */
   private readonly agentCache = new Map<string, AgentRow>();
   private timers: ReturnType<typeof setInterval>[] = [];
+  /** The last turns' timings, newest last (diagnostics and the benchmark). */
+  private readonly turns: TurnTiming[] = [];
   private stopped = false;
   readonly opts: RuntimeOptions;
 
@@ -190,6 +204,8 @@ export class AgentRuntime {
 
   private async drive(sessionId: string, hint?: SessionRow): Promise<void> {
     const ctl = { again: false, abort: new AbortController() };
+    // The turn starts when the loop picks the input up (before it takes the lease).
+    let startedAt = performance.now();
     this.runs.set(sessionId, ctl);
     try {
       // A send or create in this process may already have taken the lease for us in its
@@ -208,8 +224,9 @@ export class AgentRuntime {
         while (session && session.status === "running" && !this.stopped) {
           ctl.again = false;
           if (ctl.abort.signal.aborted && ctl.abort.signal.reason === "interrupt") ctl.abort = new AbortController();
-          await this.run(session, ctl);
+          await this.run(session, ctl, startedAt);
           if (!ctl.again) break;
+          startedAt = performance.now();
           // Input arrived while the turn was ending: take the lease again (going idle released it).
           this.released.delete(sessionId);
           session = (await this.leased(sessionId)) ?? (await this.acquire(sessionId));
@@ -427,7 +444,19 @@ export class AgentRuntime {
     return out.map(mark);
   }
 
-  private async run(session: SessionRow, ctl: { again: boolean; abort: AbortController }): Promise<void> {
+  /** Timings of the most recent turns (at most 1,000), oldest first. */
+  recentTurns(): readonly TurnTiming[] {
+    return this.turns;
+  }
+
+  private recordTurn(sessionId: string, t: { start: number; modelMs: number; toolMs: number }): void {
+    const totalMs = performance.now() - t.start;
+    const timing = { sessionId, totalMs, modelMs: t.modelMs, toolMs: t.toolMs, loopMs: Math.max(0, totalMs - t.modelMs - t.toolMs) };
+    if (this.turns.push(timing) > 1000) this.turns.shift();
+    this.s.log.debug("agent turn finished", timing);
+  }
+
+  private async run(session: SessionRow, ctl: { again: boolean; abort: AbortController }, startedAt = performance.now()): Promise<void> {
     const cacheKey = `${session.agentId}@${session.agentVersion}`;
     let agent = this.agentCache.get(cacheKey);
     if (!agent) {
@@ -451,6 +480,17 @@ export class AgentRuntime {
         if (rows.length < 1000) break;
       }
     };
+    // Where this turn's time goes: model calls, tools, and the rest (the loop's own work).
+    let turn = { start: startedAt, modelMs: 0, toolMs: 0 };
+    /** goIdle; a turn that ends is timed, and input arriving later starts a new one. */
+    const idle = async (stopReason: Record<string, unknown>, before?: NewSessionEvent[], patch?: Partial<SessionRow>) => {
+      const ended = await this.goIdle(session, seen, stopReason, before, patch);
+      if (ended) {
+        this.recordTurn(session.id, turn);
+        turn = { start: performance.now(), modelMs: 0, toolMs: 0 };
+      }
+      return ended;
+    };
     const resultEvent = (use: SessionEventRow, out: ToolOutcome): NewSessionEvent =>
       use.type === "agent.mcp_tool_use"
         ? { type: "agent.mcp_tool_result", payload: { mcp_tool_use_id: use.id, content: [{ type: "text", text: out.text }], is_error: out.isError } }
@@ -462,7 +502,7 @@ export class AgentRuntime {
         if (this.stopped) return;
         const a = analyze(logicalOrder(events));
         if (a.interrupted) {
-          if (await this.goIdle(session, seen, { type: "end_turn" })) {
+          if (await idle({ type: "end_turn" })) {
             if (await this.resumeIfInput(session, seen)) continue;
             return;
           }
@@ -489,16 +529,20 @@ export class AgentRuntime {
             if (confirmation?.result === "deny") {
               out = { text: confirmation.deny_message || "the user denied this tool call", isError: true };
             } else if (r.kind === "builtin") {
+              const toolStart = performance.now();
               const env = await this.environment(session);
               const sandboxId = await ensureSandbox(this.s, session, env, (id) => installSkills(this.s, agent!, id));
               ({ out, events: outbox } = await runToolWithSkills(this.s, session, agent!, sandboxId, r.name, (use.payload.input ?? {}) as Record<string, any>));
+              turn.toolMs += performance.now() - toolStart;
             } else {
+              const toolStart = performance.now();
               try {
                 out = await mcp.call(r.server, r.name, (use.payload.input ?? {}) as Record<string, unknown>, ctl.abort.signal);
               } catch (e) {
                 if (ctl.abort.signal.aborted) throw e;
                 out = { text: `MCP tool call failed: ${(e as Error).message}`, isError: true };
               }
+              turn.toolMs += performance.now() - toolStart;
             }
           }
           await this.write(session, [resultEvent(use, out)], {}, outbox);
@@ -509,14 +553,14 @@ export class AgentRuntime {
         }
         if (acted) continue;
         if (needsAction.length) {
-          if (await this.goIdle(session, seen, { type: "requires_action", event_ids: needsAction })) {
+          if (await idle({ type: "requires_action", event_ids: needsAction })) {
             if (await this.resumeIfInput(session, seen)) continue;
             return;
           }
           continue;
         }
         if (!a.needsModel) {
-          if (await this.goIdle(session, seen, { type: "end_turn" })) {
+          if (await idle({ type: "end_turn" })) {
             if (await this.resumeIfInput(session, seen)) continue;
             return;
           }
@@ -539,7 +583,9 @@ export class AgentRuntime {
           throw e;
         }
         const modelSeen = seen;
+        const modelStart = performance.now();
         const reply = await callModel(this.s, auth, String(agent.model.id), await systemWithSkills(this.s, agent), buildHistory(logicalOrder(events)), tools, ctl.abort.signal);
+        turn.modelMs += performance.now() - modelStart;
         const usage = { input_tokens: session.usage.input_tokens + reply.usage.input, output_tokens: session.usage.output_tokens + reply.usage.output };
         session.usage = usage;
         let evs = this.replyEvents(agent, reply.text, reply.toolCalls, modelSeen);
@@ -547,7 +593,7 @@ export class AgentRuntime {
         if (!evs.length) evs = [{ type: "agent.message", payload: { content: [], _seen: modelSeen } }];
         if (!reply.toolCalls.length) {
           // The turn ends here: the answer and the idle status commit together.
-          if (await this.goIdle(session, seen, { type: "end_turn" }, evs, { usage })) {
+          if (await idle({ type: "end_turn" }, evs, { usage })) {
             if (await this.resumeIfInput(session, seen)) continue;
             return;
           }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { LLMock } from "@copilotkit/aimock";
 import { eq } from "drizzle-orm";
+import { runtimeOf } from "../../src/agents/runtime";
 import { agentSessions } from "../../src/agents/schema";
 import { usageMeterFor } from "../../src/metering";
 import { sandboxServiceOf } from "../../src/sandboxes";
@@ -98,6 +99,13 @@ describe("the agent loop", () => {
     const rows = await svc.server.services.db.select().from(usageRecords).where(eq(usageRecords.keyId, keyId));
     expect(rows.filter((r) => r.surface === "messages" && r.publicModel === "claude-sonnet-4-5").length).toBeGreaterThanOrEqual(2);
     expect((await client.beta.sessions.retrieve(session.id)).usage).toMatchObject({ input_tokens: 20, output_tokens: 8 });
+
+    // The turn was timed: two model calls and one bash run, the rest is the loop's own.
+    const timing = runtimeOf(svc.server.services).recentTurns().find((t) => t.sessionId === session.id)!;
+    expect(timing.modelMs).toBeGreaterThan(0);
+    expect(timing.toolMs).toBeGreaterThan(0);
+    expect(timing.loopMs).toBeGreaterThan(0);
+    expect(timing.modelMs + timing.toolMs + timing.loopMs).toBeCloseTo(timing.totalMs, 5);
   });
 
   test("a model served only on chat completions is driven in that protocol", async () => {
