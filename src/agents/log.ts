@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
-import type { Db } from "../db/client";
-import { recordEvents } from "../events/record";
+import { type Db, rowsOf } from "../db/client";
+import { outboxOf } from "../events/record";
 import { newId } from "../ids";
 import type { Services } from "../services";
 import { type Page, limitOf } from "./page";
@@ -72,15 +72,27 @@ type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
  */
 export async function appendInTx(tx: Tx, session: Pick<SessionRow, "id" | "organizationId" | "agentId">, events: NewSessionEvent[]): Promise<SessionEventRow[]> {
   if (!events.length) return [];
-  const now = new Date();
-  const values = events.map((e) => ({ id: newId("sevt_"), sessionId: session.id, organizationId: session.organizationId, type: e.type, payload: e.payload, createdAt: now }));
-  const rows = await tx.insert(agentSessionEvents).values(values).returning();
-  rows.sort((a, b) => a.seq - b.seq);
-  await recordEvents(
-    tx,
-    rows.map((r) => ({ id: r.id, organizationId: session.organizationId, resourceType: "session", resourceId: session.id, agentId: session.agentId, type: r.type, data: { ...publicPayload(r.payload), processed_at: r.createdAt.toISOString() } })),
+  const createdAt = new Date();
+  const at = createdAt.toISOString();
+  const input = events.map((e, ord) => ({ ord, id: newId("sevt_"), type: e.type, payload: e.payload }));
+  const outbox = outboxOf(
+    input.map((e) => ({ id: e.id, organizationId: session.organizationId, resourceType: "session", resourceId: session.id, agentId: session.agentId, type: e.type, data: { ...publicPayload(e.payload), processed_at: at } })),
   );
-  return rows;
+  // One statement: the log rows (seq in the given order) and their outbox rows.
+  const result = await tx.execute(sql`
+    with ${outbox.ctes},
+    log as (
+      insert into ${agentSessionEvents} (id, session_id, organization_id, type, payload, created_at)
+      select id, ${session.id}, ${session.organizationId}, type, payload, ${at}::timestamptz
+      from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(ord int, id text, type text, payload jsonb)
+      order by ord
+      returning seq, id
+    )
+    select log.seq, log.id, (select count(*) from outbox_woken) as woken from log`);
+  const seqOf = new Map(rowsOf<{ seq: string | number; id: string }>(result).map((r) => [r.id, Number(r.seq)]));
+  return input
+    .map((e) => ({ seq: seqOf.get(e.id)!, id: e.id, sessionId: session.id, organizationId: session.organizationId, type: e.type, payload: e.payload, createdAt }))
+    .sort((a, b) => a.seq - b.seq);
 }
 
 /** Appends events in their own transaction (with an optional session update) and wakes followers. */

@@ -54,12 +54,25 @@ export async function recordEvent(tx: DbOrTx, e: NewEvent): Promise<EventEnvelop
 }
 
 /**
- * recordEvent for several events in one statement (one round trip however many): a
- * session's turn writes its events and their outbox rows together. Envelopes come back
- * in the order given.
+ * recordEvent for several events in one statement (one round trip however many).
+ * Envelopes come back in the order given.
  */
 export async function recordEvents(tx: DbOrTx, list: NewEvent[]): Promise<EventEnvelope[]> {
   if (!list.length) return [];
+  const outbox = outboxOf(list);
+  const result = await tx.execute(sql`with ${outbox.ctes} select ev.id, ev.created_at, (select count(*) from outbox_woken) as woken from outbox_ev ev`);
+  return outbox.envelopes(rowsOf(result));
+}
+
+/**
+ * The outbox write as CTEs (`outbox_input`, `outbox_ev`, `outbox_queued`, `outbox_woken`)
+ * to put in front of another statement, so a state change and its events commit in one
+ * round trip: the event rows, one delivery per subscribed enabled webhook, and - if
+ * there are any - the wake-up for the workers. The statement must select from
+ * `outbox_woken` (a plain CTE only runs when read); `envelopes` takes the
+ * `outbox_ev` rows (id, created_at) it returned.
+ */
+export function outboxOf(list: NewEvent[]) {
   const input = list.map((e, ord) => ({
     ord,
     id: e.id ?? newId(e.resourceType === "session" ? "sevt_" : "evt_"),
@@ -72,41 +85,42 @@ export async function recordEvents(tx: DbOrTx, list: NewEvent[]): Promise<EventE
     data: e.data,
     skip: e.skipWebhooks ?? false,
   }));
-  // The event rows, their deliveries, and - if there are any - the wake-up for the workers.
-  const result = await tx.execute(sql`
-    with input as (
+  const ctes = sql`
+    outbox_input as (
       select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
         as x(ord int, id text, organization_id text, resource_type text, resource_id text, agent_id text, type text, sandbox_id text, data jsonb, skip boolean)
     ),
-    ev as (
+    outbox_ev as (
       insert into events (id, organization_id, resource_type, resource_id, agent_id, type, sandbox_id, data)
-      select id, organization_id, resource_type, resource_id, agent_id, type, sandbox_id, data from input order by ord
+      select id, organization_id, resource_type, resource_id, agent_id, type, sandbox_id, data from outbox_input order by ord
       returning id, created_at
     ),
-    queued as (
+    outbox_queued as (
       insert into webhook_deliveries (event_id, webhook_id, organization_id)
-      select input.id, w.id, w.organization_id from input, webhooks w
-      where not input.skip
-        and w.organization_id = input.organization_id and w.resource_type = input.resource_type and w.enabled
-        and (jsonb_array_length(w.events) = 0 or w.events @> jsonb_build_array(input.type))
+      select i.id, w.id, w.organization_id from outbox_input i, webhooks w
+      where not i.skip
+        and w.organization_id = i.organization_id and w.resource_type = i.resource_type and w.enabled
+        and (jsonb_array_length(w.events) = 0 or w.events @> jsonb_build_array(i.type))
       returning 1
     ),
-    woken as (select pg_notify(${DELIVERY_CHANNEL}, '') from (select 1 from queued limit 1) q)
-    select ev.id, ev.created_at, (select count(*) from woken) as woken from ev`);
-  const createdAt = new Map(rowsOf<{ id: string; created_at: string | Date }>(result).map((r) => [r.id, new Date(r.created_at)]));
-  return input.map((r) =>
-    envelopeOf({
-      id: r.id,
-      organizationId: r.organization_id,
-      resourceType: r.resource_type,
-      resourceId: r.resource_id,
-      agentId: r.agent_id,
-      type: r.type,
-      sandboxId: r.sandbox_id,
-      data: r.data,
-      createdAt: createdAt.get(r.id)!,
-    }),
-  );
+    outbox_woken as (select pg_notify(${DELIVERY_CHANNEL}, '') from (select 1 from outbox_queued limit 1) q)`;
+  const envelopes = (rows: { id: string; created_at: string | Date }[]): EventEnvelope[] => {
+    const createdAt = new Map(rows.map((r) => [r.id, new Date(r.created_at)]));
+    return input.map((r) =>
+      envelopeOf({
+        id: r.id,
+        organizationId: r.organization_id,
+        resourceType: r.resource_type,
+        resourceId: r.resource_id,
+        agentId: r.agent_id,
+        type: r.type,
+        sandboxId: r.sandbox_id,
+        data: r.data,
+        createdAt: createdAt.get(r.id)!,
+      }),
+    );
+  };
+  return { ctes, envelopes };
 }
 
 export function envelopeOf(row: typeof events.$inferSelect): EventEnvelope {

@@ -347,7 +347,9 @@ describe("lifecycle", () => {
     const state = (await svc.server.services.db.select().from(sandboxes).where(eq(sandboxes.id, id)))[0].backendState as { initPid: number };
     // The sandbox dies behind the service's back (e.g. the host killed it).
     process.kill(state.initPid, "SIGKILL");
-    await waitUntil(async () => !(await Bun.file(`/proc/${state.initPid}/stat`).exists()) || (await Bun.file(`/proc/${state.initPid}/stat`).text()).includes(") Z"), 5_000, "init to die");
+    // Gone, or a zombie; the file may vanish between two reads.
+    const dead = async () => (await Bun.file(`/proc/${state.initPid}/stat`).text().catch(() => ") Z")).includes(") Z");
+    await waitUntil(dead, 5_000, "init to die");
     expectError(await api("POST", `/sandboxes/${id}/pause`), 502, "failed to pause sandbox in provider");
     expect((await api("GET", `/sandboxes/${id}`)).body.status).toBe("running");
   });
