@@ -7,6 +7,8 @@ import { generationModule } from "./generation";
 import { healthRoutes } from "./health";
 import { sandboxesModule } from "./sandboxes";
 import { agentsModule } from "./agents";
+import { deploymentsModule } from "./deployments";
+import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
 import { openapiRoutes } from "./openapi";
@@ -37,6 +39,8 @@ export const routeModules: RouteModule[] = [
   eventsModule,
   sandboxesModule,
   agentsModule,
+  endpointsModule,
+  deploymentsModule,
   generationModule,
 ];
 

@@ -6,4 +6,6 @@ export * from "../metering/schema";
 export * from "../gateway/schema";
 export * from "../sandboxes/schema";
 export * from "../agents/schema";
+export * from "../endpoints/schema";
+export * from "../deployments/schema";
 export * from "../generation/schema";
