@@ -8,6 +8,8 @@ import { healthRoutes } from "./health";
 import { sandboxesModule } from "./sandboxes";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
+import { deploymentsModule } from "./deployments";
+import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
 import { openapiRoutes } from "./openapi";
@@ -39,6 +41,8 @@ export const routeModules: RouteModule[] = [
   sandboxesModule,
   agentsModule,
   skillsModule,
+  endpointsModule,
+  deploymentsModule,
   generationModule,
 ];
 

@@ -1,4 +1,3 @@
-import { and, eq, inArray } from "drizzle-orm";
 import { Elysia, t } from "elysia";
 import { requestContext } from "../../plugins/core";
 import { ApiError } from "../../plugins/errors";
@@ -7,11 +6,9 @@ import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { AgentRepository, agentJson } from "./agents";
 import { EnvironmentRepository, environmentJson } from "./environments";
-import { appendInTx, busOf, eventJson, listEvents, type NewSessionEvent } from "./log";
+import { eventJson, listEvents } from "./log";
+import { sendUserEvents, startSession, userEvent } from "./input";
 import { idCursor, limitOf, MAX_LIMIT } from "./page";
-import { RESULT_REF } from "./model";
-import { runtimeOf } from "./runtime";
-import { agentSessionEvents, agentSessions } from "./schema";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
 import { SSE_HEADERS, sessionStream } from "./stream";
 
@@ -69,41 +66,10 @@ function dateParam(request: Request, name: string): Date | undefined {
   return d;
 }
 
-const CONTENT_TYPES = new Set(["text", "image", "document"]);
-
-/** Checks one user event and turns it into what the log stores. */
-function userEvent(e: Record<string, any>, i: number): NewSessionEvent {
-  const where = `events[${i}]`;
-  switch (e.type) {
-    case "user.message": {
-      if (!Array.isArray(e.content) || !e.content.length) throw new ApiError(400, `${where}.content must be a non-empty array of content blocks`);
-      for (const b of e.content) {
-        if (!b || !CONTENT_TYPES.has(b.type)) throw new ApiError(400, `${where}.content: block type must be text, image or document`);
-        if (b.type === "text" && typeof b.text !== "string") throw new ApiError(400, `${where}.content: text blocks need a string text`);
-      }
-      return { type: e.type, payload: { content: e.content } };
-    }
-    case "user.interrupt":
-      return { type: e.type, payload: {} };
-    case "user.tool_confirmation":
-      if (e.result !== "allow" && e.result !== "deny") throw new ApiError(400, `${where}.result must be allow or deny`);
-      if (typeof e.tool_use_id !== "string") throw new ApiError(400, `${where}.tool_use_id is required`);
-      if (e.deny_message != null && typeof e.deny_message !== "string") throw new ApiError(400, `${where}.deny_message must be a string`);
-      return { type: e.type, payload: { tool_use_id: e.tool_use_id, result: e.result, ...(e.deny_message != null ? { deny_message: e.deny_message } : {}) } };
-    case "user.custom_tool_result":
-      if (typeof e.custom_tool_use_id !== "string") throw new ApiError(400, `${where}.custom_tool_use_id is required`);
-      if (e.content != null && !Array.isArray(e.content)) throw new ApiError(400, `${where}.content must be an array of content blocks`);
-      return { type: e.type, payload: { custom_tool_use_id: e.custom_tool_use_id, content: e.content ?? [], is_error: e.is_error === true } };
-    default:
-      throw new ApiError(400, `${where}.type '${String(e.type)}' is not accepted; send user.message, user.interrupt, user.tool_confirmation or user.custom_tool_result`);
-  }
-}
-
 export function agentRoutes(s: Services) {
   const agents = new AgentRepository(s.db);
   const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
   const sessions = new SessionRepository(s.db, agents, environments);
-  const runtime = runtimeOf(s);
   const pollMs = Number(s.config.env.AGENT_STREAM_POLL_MS) > 0 ? Number(s.config.env.AGENT_STREAM_POLL_MS) : 250;
   const AgentFields = {
     name: t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" }),
@@ -114,55 +80,6 @@ export function agentRoutes(s: Services) {
     mcp_servers: t.Optional(t.Union([t.Array(McpServerSchema, { maxItems: 20 }), t.Null()])),
     skills: t.Optional(t.Union([t.Array(SkillParam), t.Null()])),
   };
-
-  /**
-   * Writes user events. The session row is locked for the transaction, so sends and the
-   * loop's idle transition are serialised: input either reaches a running loop or turns
-   * an idle session back to running (`session.status_running` in the same commit).
-   */
-  async function send(organizationId: string, id: string, raw: Record<string, any>[]) {
-    const incoming = raw.map(userEvent);
-    const result = await s.db.transaction(async (tx) => {
-      const [session] = await tx.select().from(agentSessions).where(and(eq(agentSessions.id, id), eq(agentSessions.organizationId, organizationId))).for("update");
-      if (!session) throw new ApiError(404, "session not found");
-      if (session.archivedAt) throw new ApiError(400, "session is archived");
-      const refs = incoming.flatMap((e) => (e.type === "user.tool_confirmation" ? [String(e.payload.tool_use_id)] : e.type === "user.custom_tool_result" ? [String(e.payload.custom_tool_use_id)] : []));
-      if (refs.length) {
-        const uses = await tx.select().from(agentSessionEvents).where(and(eq(agentSessionEvents.sessionId, id), inArray(agentSessionEvents.id, refs)));
-        const answered = await tx
-          .select()
-          .from(agentSessionEvents)
-          .where(and(eq(agentSessionEvents.sessionId, id), inArray(agentSessionEvents.type, [...Object.keys(RESULT_REF), "user.tool_confirmation"])));
-        const done = new Set(answered.map((r) => String(r.payload.tool_use_id ?? r.payload.mcp_tool_use_id ?? r.payload.custom_tool_use_id)));
-        for (const e of incoming) {
-          if (e.type === "user.tool_confirmation") {
-            const ref = String(e.payload.tool_use_id);
-            const use = uses.find((u) => u.id === ref);
-            if (!use || (use.type !== "agent.tool_use" && use.type !== "agent.mcp_tool_use") || use.payload.evaluated_permission !== "ask") {
-              throw new ApiError(400, `tool_use_id ${ref} is not a tool use awaiting confirmation in this session`);
-            }
-            if (done.has(ref)) throw new ApiError(400, `tool use ${ref} was already confirmed or answered`);
-            done.add(ref);
-          } else if (e.type === "user.custom_tool_result") {
-            const ref = String(e.payload.custom_tool_use_id);
-            if (!uses.some((u) => u.id === ref && u.type === "agent.custom_tool_use")) throw new ApiError(400, `custom_tool_use_id ${ref} is not a custom tool use of this session`);
-            if (done.has(ref)) throw new ApiError(400, `custom tool use ${ref} already has a result`);
-            done.add(ref);
-          }
-        }
-      }
-      const starts = session.status === "idle" && incoming.some((e) => e.type !== "user.interrupt");
-      const rows = await appendInTx(tx, session, starts ? [...incoming, { type: "session.status_running", payload: {} }] : incoming);
-      const updated = starts
-        ? (await tx.update(agentSessions).set({ status: "running", idleSince: null, updatedAt: new Date(), ...runtime.leaseIfFree() }).where(eq(agentSessions.id, id)).returning())[0]
-        : undefined;
-      return { rows: rows.slice(0, incoming.length), running: starts || session.status === "running", firstSeq: rows[0].seq, updated };
-    });
-    busOf(s).publish(id);
-    if (incoming.some((e) => e.type === "user.interrupt")) runtime.interrupt(id);
-    if (result.running) runtime.kick(id, result.updated);
-    return result;
-  }
 
   return new Elysia()
     .use(requestContext)
@@ -254,11 +171,7 @@ export function agentRoutes(s: Services) {
           if (e?.type !== "user.message") throw new ApiError(400, `initial_events[${i}].type must be user.message`);
           return userEvent(e, i);
         });
-        const { row, agent } = await sessions.create(auth.organizationId, auth.key.id, body as any, initial, runtime.leaseIfFree());
-        if (initial.length) {
-          busOf(s).publish(row.id);
-          runtime.kick(row.id, row);
-        }
+        const { row, agent } = await startSession(s, sessions, auth.organizationId, auth.key.id, body as any, initial);
         return sessionJson(row, agent);
       },
       {
@@ -334,7 +247,7 @@ export function agentRoutes(s: Services) {
     .post(
       "/v1/sessions/:session_id/events",
       async ({ auth, params, body, request }) => {
-        const r = await send(auth.organizationId, params.session_id, body.events as Record<string, any>[]);
+        const r = await sendUserEvents(s, auth.organizationId, params.session_id, body.events as Record<string, any>[]);
         if (r.running && (request.headers.get("accept") ?? "").includes("text/event-stream")) {
           return new Response(sessionStream(s, params.session_id, { after: r.firstSeq - 1, until: new Set(["session.status_idle", "session.status_terminated"]), pollMs }, request.signal), { headers: SSE_HEADERS });
         }

@@ -60,6 +60,10 @@ export interface CreateSession {
   metadata?: Record<string, string>;
 }
 
+type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+/** Runs inside the session-create transaction (e.g. a deployment run recorded with its session). Throwing rolls the session back. */
+export type SessionTxHook = (tx: Tx, row: SessionRow) => Promise<void>;
+
 export class SessionRepository {
   constructor(
     private readonly db: Db,
@@ -67,9 +71,19 @@ export class SessionRepository {
     private readonly environments: EnvironmentRepository,
   ) {}
 
-  /** Creates the session (idle), pinning the agent version; `initial` user messages start its first turn in the same transaction. */
-  /** `lease`: lease columns for a session that starts running (the loop of this process takes it at once). */
-  async create(organizationId: string, keyId: string, input: CreateSession, initial: NewSessionEvent[], lease?: { leaseOwner: SQL; leaseUntil: SQL }): Promise<{ row: SessionRow; agent: AgentRow }> {
+  /**
+   * Creates the session (idle), pinning the agent version; `initial` user messages start its first turn in the same transaction.
+   * `lease`: lease columns for a session that starts running (the loop of this process takes it at once).
+   * `inTx`: the caller's own writes (e.g. a deployment run), committed with the session or not at all.
+   */
+  async create(
+    organizationId: string,
+    keyId: string,
+    input: CreateSession,
+    initial: NewSessionEvent[],
+    lease?: { leaseOwner: SQL; leaseUntil: SQL },
+    inTx?: SessionTxHook,
+  ): Promise<{ row: SessionRow; agent: AgentRow }> {
     const ref = typeof input.agent === "string" ? { type: "agent", id: input.agent } : input.agent;
     if (ref.type !== "agent") throw new ApiError(400, `agent.type '${ref.type}' is not supported; use 'agent' (or an agent id string)`);
     const agent = await this.agents.get(organizationId, ref.id, ref.version);
@@ -97,11 +111,13 @@ export class SessionRepository {
           updatedAt: now,
         })
         .returning();
+      let out = row;
       if (starting) {
         await appendInTx(tx, row, [...initial, { type: "session.status_running", payload: {} }]);
-        if (lease) return (await tx.update(agentSessions).set(lease).where(eq(agentSessions.id, row.id)).returning())[0];
+        if (lease) out = (await tx.update(agentSessions).set(lease).where(eq(agentSessions.id, row.id)).returning())[0];
       }
-      return row;
+      if (inTx) await inTx(tx, out);
+      return out;
     });
     return { row, agent };
   }

@@ -7,4 +7,6 @@ export * from "../gateway/schema";
 export * from "../sandboxes/schema";
 export * from "../agents/schema";
 export * from "../skills/schema";
+export * from "../endpoints/schema";
+export * from "../deployments/schema";
 export * from "../generation/schema";
