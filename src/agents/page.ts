@@ -43,3 +43,18 @@ export function mergeMetadata(current: Record<string, string>, patch: Record<str
   }
   return out;
 }
+
+/** Array query parameters as the SDK sends them (`statuses[]=a&statuses[]=b`), plain repeats accepted too. */
+export function arrayParam(request: Request, name: string): string[] {
+  const q = new URL(request.url).searchParams;
+  return [...q.getAll(`${name}[]`), ...q.getAll(name)].flatMap((v) => v.split(",")).filter(Boolean);
+}
+
+/** `created_at[gte]` and friends, as the SDK sends them (bracketed names do not fit a TypeBox query object). */
+export function dateParam(request: Request, name: string): Date | undefined {
+  const v = new URL(request.url).searchParams.get(name);
+  if (v === null) return undefined;
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) throw new ApiError(400, `${name} must be an RFC 3339 timestamp`);
+  return d;
+}

@@ -8,7 +8,7 @@ import { AgentRepository, agentJson } from "./agents";
 import { EnvironmentRepository, environmentJson } from "./environments";
 import { eventJson, listEvents } from "./log";
 import { sendUserEvents, startSession, userEvent } from "./input";
-import { idCursor, limitOf, MAX_LIMIT } from "./page";
+import { arrayParam, dateParam, idCursor, limitOf, MAX_LIMIT } from "./page";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
 import { SSE_HEADERS, sessionStream } from "./stream";
 
@@ -51,20 +51,6 @@ const SkillParam = t.Object(
 );
 const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
 const Bool = t.Optional(t.BooleanString({ error: "must be true or false" }));
-
-/** Array query parameters as the SDK sends them (`statuses[]=a&statuses[]=b`), plain repeats accepted too. */
-function arrayParam(request: Request, name: string): string[] {
-  const q = new URL(request.url).searchParams;
-  return [...q.getAll(`${name}[]`), ...q.getAll(name)].flatMap((v) => v.split(",")).filter(Boolean);
-}
-
-function dateParam(request: Request, name: string): Date | undefined {
-  const v = new URL(request.url).searchParams.get(name);
-  if (v === null) return undefined;
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw new ApiError(400, `${name} must be an RFC 3339 timestamp`);
-  return d;
-}
 
 export function agentRoutes(s: Services) {
   const agents = new AgentRepository(s.db);

@@ -4,7 +4,7 @@ import { ApiError } from "../../plugins/errors";
 import type { Surface } from "../../plugins/surfaces";
 import { AgentRepository } from "../agents/agents";
 import { EnvironmentRepository } from "../agents/environments";
-import { idCursor, limitOf, MAX_LIMIT } from "../agents/page";
+import { dateParam, idCursor, limitOf, MAX_LIMIT } from "../agents/page";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { clockOf } from "./clock";
@@ -34,15 +34,6 @@ const Name = t.String({ minLength: 1, maxLength: 256, error: "name must be a non
 const Description = t.Optional(t.Union([t.String({ maxLength: 2048 }), t.Null()], { error: "description must be a string of at most 2048 characters" }));
 // Accepted only empty (they have no counterpart here); checked in the repository so the message says why.
 const Unsupported = { resources: t.Optional(t.Unknown()), vault_ids: t.Optional(t.Unknown()), budget: t.Optional(t.Unknown()) };
-
-/** `created_at[gte]` and friends, as the SDK sends them (bracketed names do not fit a TypeBox query object). */
-function dateParam(request: Request, name: string): Date | undefined {
-  const v = new URL(request.url).searchParams.get(name);
-  if (v === null) return undefined;
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw new ApiError(400, `${name} must be an RFC 3339 timestamp`);
-  return d;
-}
 
 export function deploymentRoutes(s: Services) {
   const agents = new AgentRepository(s.db);

@@ -52,8 +52,9 @@ export class DeploymentScheduler {
   /** Looks at once (start-up catches up on what was missed), then every `pollMs`. */
   start(): void {
     this.stopped = false;
-    void this.tick().catch(() => {});
-    this.timer = setInterval(() => void this.tick().catch(() => {}), this.opts.pollMs);
+    const pass = () => void this.tick().catch((err) => this.s.log.error("deployment scheduler pass failed; retrying at the next poll", { err }));
+    pass();
+    this.timer = setInterval(pass, this.opts.pollMs);
   }
 
   async stop(): Promise<void> {
