@@ -3,7 +3,7 @@ import type { AuthCache } from "../src/keys/auth-cache";
 import type { Logger } from "../src/log";
 import { type AuthContext, authenticate, checkAdmin } from "./auth";
 import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } from "./body";
-import { ApiError, errorBody, toApiError } from "./errors";
+import { ApiError, errorBody, errorResponse, toApiError } from "./errors";
 import { requestIdFor } from "./request-id";
 import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
 
@@ -29,12 +29,26 @@ export interface CoreDeps {
   bodyLimitBytes: number;
   adminToken?: string;
   afterAuth?: AfterAuthHook[];
+  /** Sends a request through the app from the top (the asynchronous admission path); set by createApp. */
+  dispatch?: (request: Request) => Response | Promise<Response>;
+}
+
+/** What admission found out about a request (copied onto Elysia's context by the hook). */
+interface Admission {
+  startedAt: number;
+  requestId: string;
+  surface: Surface;
+  auth: AuthContext | undefined;
+  /** The whole response, when admission had to wait (see `later`). */
+  early: Promise<Response> | undefined;
+  /** The refusal (thrown by the hook once the surface is on the context, so it renders in its family). */
+  error: unknown;
 }
 
 /**
  * The cross-cutting HTTP layer, in request order:
  * request id -> surface lookup -> body size -> credentials -> JSON (or, where the surface
- * takes uploads, multipart) parse -> route
+ * takes uploads, multipart) parse (bodyParser, per module) -> route
  * -> errors rendered in the surface's family -> access log.
  * Authentication runs in onRequest, before the body is read, so unauthenticated
  * callers cannot make the service parse 10 MB bodies.
@@ -44,41 +58,99 @@ export function corePlugin(deps: CoreDeps) {
   const afterAuth = deps.afterAuth ?? [];
   const accessLog = log.enabled("info");
 
-  /** Stores the caller and runs the after-auth hooks; a promise only if one of them is async. */
-  const runAfterAuth = (c: { auth: AuthContext; request: Request }, auth: AuthContext, surface: Surface): void | Promise<void> => {
-    c.auth = auth;
-    for (let i = 0; i < afterAuth.length; i++) {
-      const pending = afterAuth[i](auth, surface, c.request);
-      if (pending) return pending.then(() => continueAfterAuth(c, auth, surface, i + 1));
+  /**
+   * Requests whose checks finished asynchronously (see `later`), dispatched once more:
+   * the second pass takes the caller, id and start time from here.
+   */
+  const admitted = new WeakMap<Request, { auth: AuthContext; requestId: string; startedAt: number }>();
+
+  /**
+   * request id -> surface -> body size -> credentials -> after-auth hooks, synchronously
+   * when nothing has to wait. Returns a promise of the whole response only on the rare
+   * path that must wait (a key-cache miss, a shared rate-limit counter).
+   */
+  const admit = (request: Request, set: { headers: Record<string, string | number> }): Admission => {
+    const resumed = admitted.get(request);
+    const c: Admission = { startedAt: resumed ? resumed.startedAt : performance.now(), requestId: resumed ? resumed.requestId : requestIdFor(request), surface: OPEN_SURFACE, auth: undefined, early: undefined, error: undefined };
+    set.headers["x-request-id"] = c.requestId;
+    const url = request.url;
+    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+    const queryStart = url.indexOf("?", pathStart);
+    const surface = surfaces.match(queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart));
+    c.surface = surface;
+    if (resumed) {
+      c.auth = resumed.auth;
+      return c;
+    }
+    try {
+      return check(request, url, c);
+    } catch (e) {
+      c.error = e;
+      return c;
     }
   };
-  const continueAfterAuth = async (c: { request: Request }, auth: AuthContext, surface: Surface, from: number): Promise<void> => {
-    for (let i = from; i < afterAuth.length; i++) await afterAuth[i](auth, surface, c.request);
+
+  /** Body size, credentials and after-auth hooks; throws the refusal. */
+  const check = (request: Request, url: string, c: Admission): Admission => {
+    const surface = c.surface;
+    checkDeclaredLength(request, bodyLimitBytes);
+    if (surface.credentials === "none") return c;
+    if (surface.credentials === "admin") {
+      checkAdmin(request, adminToken);
+      return c;
+    }
+    const auth = authenticate(surface, request, url, authCache);
+    if (auth instanceof Promise) {
+      c.early = later(request, c, auth, 0);
+      return c;
+    }
+    c.auth = auth;
+    for (let i = 0; i < afterAuth.length; i++) {
+      const pending = afterAuth[i](auth, surface, request);
+      if (pending) {
+        c.early = later(request, c, pending.then(() => auth), i + 1);
+        return c;
+      }
+    }
+    return c;
+  };
+
+  /**
+   * The path that must wait: finish the checks, then dispatch the request again through
+   * the app (its body is still unread), where `admit` finds it admitted and goes on
+   * synchronously. Errors get the surface's family shape here, as onError would give.
+   */
+  const later = async (request: Request, a: Admission, pendingAuth: Promise<AuthContext>, from: number): Promise<Response> => {
+    try {
+      const auth = await pendingAuth;
+      for (let i = from; i < afterAuth.length; i++) await afterAuth[i](auth, a.surface, request);
+      admitted.set(request, { auth, requestId: a.requestId, startedAt: a.startedAt });
+      if (!deps.dispatch) throw new Error("corePlugin: dispatch is not wired (createApp sets it)");
+      return await deps.dispatch(request);
+    } catch (e) {
+      const err = toApiError(e);
+      if (err.status >= 500) log.error("request failed", { requestId: a.requestId, err: e });
+      return errorResponse(a.surface.family, err, { "x-request-id": a.requestId });
+    }
   };
 
   const core = new Elysia({ name: "core" })
     .use(requestContext)
-    // Synchronous unless something must wait (a key-cache miss, a shared rate-limit
-    // counter): an async hook would cost every request a promise and an await.
-    .onRequest((c) => {
-      c.startedAt = performance.now();
-      c.requestId = requestIdFor(c.request);
-      c.set.headers["x-request-id"] = c.requestId;
-      const url = c.request.url;
-      const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-      const queryStart = url.indexOf("?", pathStart);
-      const surface = surfaces.match(queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart));
-      c.surface = surface;
-      checkDeclaredLength(c.request, bodyLimitBytes);
-      if (surface.credentials === "none") return;
-      if (surface.credentials === "admin") return checkAdmin(c.request, adminToken);
-      const auth = authenticate(surface, c.request, url, authCache);
-      if (auth instanceof Promise) return auth.then((a) => runAfterAuth(c, a, surface));
-      return runAfterAuth(c, auth, surface);
+    // Elysia reads hook sources to decide how to compile every route, so this one:
+    // - has no `return f(`, `=> f(` or the async keywords, which would make the whole
+    //   request path async (a promise and an await per request);
+    // - only reads and writes named properties of the context: handing the context
+    //   itself to a function makes Elysia prepare everything for every route (headers
+    //   object, cookies, query, server).
+    .onRequest(function admitRequest(c) {
+      const a = admit(c.request, c.set);
+      c.startedAt = a.startedAt;
+      c.requestId = a.requestId;
+      c.surface = a.surface;
+      if (a.auth) c.auth = a.auth;
+      if (a.error) throw a.error;
+      if (a.early) return a.early;
     })
-    .onParse({ as: "global" }, ({ request, contentType, surface }) =>
-      surface.multipart && isMultipart(request) ? parseMultipartBody(request, bodyLimitBytes) : parseJsonBody(request, contentType, bodyLimitBytes),
-    )
     .onError({ as: "global" }, (c) => {
       const err = toApiError(c.error, c.code);
       const surface = (c as { surface?: Surface }).surface ?? OPEN_SURFACE;
@@ -102,6 +174,18 @@ export function corePlugin(deps: CoreDeps) {
     });
   }
   return core;
+}
+
+/**
+ * The body parser (JSON, or multipart where the surface takes uploads), for the route
+ * modules that accept bodies. Not global on purpose: a parse hook makes Elysia compile
+ * every route in its scope as async (a promise and an await per request), so modules
+ * with only GET routes are mounted without one (createApp).
+ */
+export function bodyParser(bodyLimitBytes: number) {
+  return new Elysia().use(requestContext).onParse({ as: "scoped" }, ({ request, contentType, surface }) =>
+    surface.multipart && isMultipart(request) ? parseMultipartBody(request, bodyLimitBytes) : parseJsonBody(request, contentType, bodyLimitBytes),
+  );
 }
 
 export { ApiError };

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { corePlugin } from "../plugins/core";
+import { bodyParser, corePlugin } from "../plugins/core";
 import type { Surface } from "../plugins/surfaces";
 import { eventsModule } from "./events/routes";
 import { gatewayModule } from "./gateway";
@@ -48,18 +48,21 @@ export const routeModules: RouteModule[] = [
 
 export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   for (const m of modules) for (const surface of m.surfaces) s.surfaces.add(surface);
-  let app = new Elysia()
-    .use(
-      corePlugin({
-        surfaces: s.surfaces,
-        authCache: s.authCache,
-        log: s.log,
-        bodyLimitBytes: s.config.bodyLimitBytes,
-        adminToken: s.config.adminToken,
-        afterAuth: s.afterAuth,
-      }),
-    );
-  for (const m of modules) app = app.use(m.routes(s)) as unknown as typeof app;
+  const core = {
+    surfaces: s.surfaces,
+    authCache: s.authCache,
+    log: s.log,
+    bodyLimitBytes: s.config.bodyLimitBytes,
+    adminToken: s.config.adminToken,
+    afterAuth: s.afterAuth,
+    dispatch: (request: Request): Promise<Response> => app.handle(request),
+  };
+  let app = new Elysia().use(corePlugin(core));
+  for (const m of modules) {
+    const routes = m.routes(s);
+    const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
+    app = app.use(takesBodies ? new Elysia().use(bodyParser(s.config.bodyLimitBytes)).use(routes) : routes) as unknown as typeof app;
+  }
   return app.use(openapiRoutes(() => app));
 }
 

@@ -3,7 +3,7 @@ import { requestContext } from "../../plugins/core";
 import { ApiError } from "../../plugins/errors";
 import type { Surface } from "../../plugins/surfaces";
 import type { Services } from "../services";
-import { checkSystemLength, gatewayFor, type Incoming, textOf } from "./gateway";
+import { checkSystemLength, gatewayFor, textOf } from "./gateway";
 import { createInteraction, getInteraction } from "./interactions";
 import { modelRoutes } from "./models";
 import { ChatBody, GenerateContentBody, InteractionBody, MAX_SYSTEM_CHARS, MessagesBody, ResponsesBody } from "./schemas";
@@ -28,12 +28,9 @@ export const gatewaySurfaces: Surface[] = [
 ];
 
 const tags = ["model gateway"];
-const inc = (c: { request: Request; auth: Incoming["auth"]; requestId: string; startedAt: number }): Incoming => ({
-  request: c.request,
-  auth: c.auth,
-  requestId: c.requestId,
-  startedAt: c.startedAt,
-});
+// Handlers destructure the context: Elysia prepares only what a handler names (a handler
+// that hands its whole context to a function gets headers, cookies and query parsed on
+// every request).
 
 export function gatewayRoutes(s: Services) {
   const g = gatewayFor(s);
@@ -41,8 +38,7 @@ export function gatewayRoutes(s: Services) {
     .use(requestContext)
     .post(
       "/v1/chat/completions",
-      (c) => {
-        const body = c.body;
+      ({ body, request, auth, requestId, startedAt }) => {
         let system = 0;
         for (const m of body.messages) if (m.role === "system" || m.role === "developer") system += textOf(m.content).length;
         if (system > MAX_SYSTEM_CHARS) throw new ApiError(400, `the system prompt must be at most ${MAX_SYSTEM_CHARS} characters (got ${system})`);
@@ -50,7 +46,7 @@ export function gatewayRoutes(s: Services) {
         // and drop that chunk again on the way back.
         const wantsUsage = body.stream_options?.include_usage === true;
         const patch = body.stream === true && !wantsUsage ? { stream_options: { ...(body.stream_options ?? {}), include_usage: true } } : undefined;
-        return g.forwardJson("chat", inc(c), body, { patch, stripUsage: patch !== undefined });
+        return g.forwardJson("chat", { request, auth, requestId, startedAt }, body, { patch, stripUsage: patch !== undefined });
       },
       {
         body: ChatBody,
@@ -64,9 +60,9 @@ export function gatewayRoutes(s: Services) {
     )
     .post(
       "/v1/messages",
-      (c) => {
-        checkSystemLength(textOf(c.body.system), "system");
-        return g.forwardJson("messages", inc(c), c.body);
+      ({ body, request, auth, requestId, startedAt }) => {
+        checkSystemLength(textOf(body.system), "system");
+        return g.forwardJson("messages", { request, auth, requestId, startedAt }, body);
       },
       {
         body: MessagesBody,
@@ -80,9 +76,9 @@ export function gatewayRoutes(s: Services) {
     )
     .post(
       "/v1/responses",
-      (c) => {
-        checkSystemLength(typeof c.body.instructions === "string" ? c.body.instructions : undefined, "instructions");
-        return g.forwardJson("responses", inc(c), c.body);
+      ({ body, request, auth, requestId, startedAt }) => {
+        checkSystemLength(typeof body.instructions === "string" ? body.instructions : undefined, "instructions");
+        return g.forwardJson("responses", { request, auth, requestId, startedAt }, body);
       },
       { body: ResponsesBody, detail: { tags, summary: "Responses", description: "Responses protocol, forwarded to providers that speak it natively. 402 when the key's spending limit is reached." } },
     );
@@ -90,15 +86,15 @@ export function gatewayRoutes(s: Services) {
     app
       .post(
         `${v}/models/:call`,
-        (c) => {
-          const call = c.params.call;
+        ({ body, params, request, auth, requestId, startedAt }) => {
+          const call = params.call;
           const colon = call.lastIndexOf(":");
           const action = colon < 0 ? "" : call.slice(colon + 1);
           if (action !== "generateContent" && action !== "streamGenerateContent") throw new ApiError(404, `unknown method '${action || call}'`);
           const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
-          const sys = c.body.systemInstruction;
+          const sys = body.systemInstruction;
           checkSystemLength(typeof sys === "string" ? sys : textOf((sys as { parts?: unknown })?.parts), "systemInstruction");
-          return g.forwardPathModel("generateContent", inc(c), model, action === "streamGenerateContent", c.body);
+          return g.forwardPathModel("generateContent", { request, auth, requestId, startedAt }, model, action === "streamGenerateContent", body);
         },
         {
           body: GenerateContentBody,
@@ -111,7 +107,7 @@ export function gatewayRoutes(s: Services) {
           },
         },
       )
-      .post(`${v}/interactions`, (c) => createInteraction(g, inc(c), c.body, v), {
+      .post(`${v}/interactions`, ({ body, request, auth, requestId, startedAt }) => createInteraction(g, { request, auth, requestId, startedAt }, body, v), {
         body: InteractionBody,
         detail: {
           tags,
@@ -120,7 +116,7 @@ export function gatewayRoutes(s: Services) {
             "Creates an Interaction at a provider that serves Interactions natively. Returns 200 whatever the `status`; an `in_progress` one carries a `Location` to poll. `background` cannot be combined with `stream`. `previous_interaction_id` continues at the provider that created it, or fails.",
         },
       })
-      .get(`${v}/interactions/:id`, (c) => getInteraction(g, inc(c), c.params.id, v), {
+      .get(`${v}/interactions/:id`, ({ params, request, auth, requestId, startedAt }) => getInteraction(g, { request, auth, requestId, startedAt }, params.id, v), {
         params: t.Object({ id: t.String({ minLength: 1 }) }),
         detail: { tags, summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });

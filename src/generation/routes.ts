@@ -197,8 +197,9 @@ export function generationRoutes(s: Services) {
 
   return new Elysia()
     .use(requestContext)
-    .post("/v1/run", (c) => run(c as never) as never, { ...createSchema, detail: createDetail("/v1/run") })
-    .post("/v1/generations", (c) => run(c as never) as never, { ...createSchema, detail: createDetail("/v1/generations") })
+    // Destructured: Elysia prepares only what a handler names (see src/gateway/routes.ts).
+    .post("/v1/run", ({ body, request, auth, requestId, startedAt, set }) => run({ body, request, auth, requestId, startedAt, set } as never) as never, { ...createSchema, detail: createDetail("/v1/run") })
+    .post("/v1/generations", ({ body, request, auth, requestId, startedAt, set }) => run({ body, request, auth, requestId, startedAt, set } as never) as never, { ...createSchema, detail: createDetail("/v1/generations") })
     .get(
       "/v1/predictions/:id",
       async ({ auth, params }) => {

@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Elysia } from "elysia";
+import { requestContext } from "../../plugins/core";
+import { routeModules } from "../../src/app";
+import { startTestService, type TestService } from "../helpers/service";
+
+// The cross-cutting layer must not make a synchronous route asynchronous: Elysia
+// compiles the whole request path as async when a request hook looks async or hands
+// its context to a function (plugins/core.ts). A regression here costs every request
+// a promise, an await and a copy of its headers, cookies and query.
+const noop = {
+  surfaces: [{ prefix: "/noop", family: "flat" as const, credentials: "bearer" as const }],
+  routes: () => new Elysia().use(requestContext).get("/noop", ({ auth, requestId }) => `${auth.organizationId} ${requestId}`),
+};
+
+let svc: TestService;
+let key: string;
+let orgId: string;
+
+beforeAll(async () => {
+  svc = await startTestService({}, { modules: [...routeModules, noop] });
+  orgId = await svc.org();
+  ({ key } = await svc.key(orgId));
+});
+
+afterAll(async () => {
+  await svc?.close();
+});
+
+const request = (k: string) => new Request(`${svc.url}/noop`, { headers: { authorization: `Bearer ${k}` } });
+
+test("a known key on a synchronous route is answered synchronously, with the caller and a request id", async () => {
+  const app = svc.server.app as unknown as { fetch(r: Request): Response | Promise<Response> };
+  const first = await app.fetch(request(key)); // a cache miss waits for the database
+  expect(first.status).toBe(200);
+  const res = app.fetch(request(key));
+  expect(res).toBeInstanceOf(Response);
+  const r = res as Response;
+  expect(r.status).toBe(200);
+  const id = r.headers.get("x-request-id");
+  expect(await r.text()).toBe(`${orgId} ${id}`);
+});
+
+test("the waiting path (unknown key, database lookup) still answers in the surface's shape with a request id", async () => {
+  const res = await svc.server.app.fetch(request("sk-unknown-" + Date.now()));
+  expect(res.status).toBe(401);
+  expect(res.headers.get("x-request-id")).toBeTruthy();
+  expect(await res.json()).toEqual({ error: "invalid API key" });
+});
