@@ -54,3 +54,14 @@ export async function webhook(svc: TestService, key: string, url: string): Promi
   });
   if (res.status !== 201) throw new Error(`webhook registration failed: ${res.status} ${await res.text()}`);
 }
+
+/** The SDK's API error a call fails with (fails the test when it succeeds or throws something else). */
+export async function errorOf(p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof Anthropic.APIError) return e;
+    throw e;
+  }
+  throw new Error("expected an API error");
+}

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import { startTestService, type TestService } from "../helpers/service";
+import { errorOf } from "./helpers";
 
 // The official SDK's managed-agents clients, configured with nothing but the service's
 // base URL and a service key.
@@ -23,16 +24,6 @@ afterAll(async () => {
 });
 
 const sdk = (k: string) => new Anthropic({ baseURL: svc.url, apiKey: k, maxRetries: 0 });
-
-async function errorOf(p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof Anthropic.APIError) return e;
-    throw e;
-  }
-  throw new Error("expected an API error");
-}
 
 describe("agents", () => {
   test("create fills every field of the Agent; get by version; update writes versions; optimistic concurrency", async () => {

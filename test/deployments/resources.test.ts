@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type { LLMock } from "@copilotkit/aimock";
 import { Cron } from "croner";
-import { modelEnv, sdk, startModel, waitIdle } from "../agents/helpers";
+import { errorOf, modelEnv, sdk, startModel, waitIdle } from "../agents/helpers";
 import { startTestService, type TestService } from "../helpers/service";
 
 // Deployments and deployment runs through the official SDK's beta clients, configured
@@ -30,16 +30,6 @@ afterAll(async () => {
   await svc?.close();
   await mock?.stop();
 });
-
-async function errorOf(p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof Anthropic.APIError) return e;
-    throw e;
-  }
-  throw new Error("expected an API error");
-}
 
 const message = (text: string) => ({ type: "user.message" as const, content: [{ type: "text" as const, text }] });
 const base = () => ({ name: "nightly", agent: agentId, environment_id: envId, initial_events: [message("write the report")] });
