@@ -58,12 +58,18 @@ export async function awaitTurn(s: Services, sessionId: string, afterSeq: number
   const events: SessionEventRow[] = [];
   let seq = afterSeq;
   let wake: (() => void) | undefined;
-  const unsubscribe = busOf(s).subscribe(sessionId, () => wake?.());
+  // A commit notice that lands while the database is being read must not be lost.
+  let dirty = false;
+  const unsubscribe = busOf(s).subscribe(sessionId, () => {
+    dirty = true;
+    wake?.();
+  });
   const onAbort = () => wake?.();
   signal.addEventListener("abort", onAbort, { once: true });
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
+      dirty = false;
       const rows = await eventsAfter(s.db, sessionId, seq, 500);
       for (const r of rows) {
         events.push(r);
@@ -73,6 +79,7 @@ export async function awaitTurn(s: Services, sessionId: string, afterSeq: number
       if (rows.length) continue;
       const left = deadline - Date.now();
       if (left <= 0 || signal.aborted) return { ended: false, events };
+      if (dirty) continue;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.min(pollMs, left));
         wake = () => {
