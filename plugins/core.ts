@@ -66,8 +66,9 @@ export function corePlugin(deps: CoreDeps) {
 
   /**
    * request id -> surface -> body size -> credentials -> after-auth hooks, synchronously
-   * when nothing has to wait. Returns a promise of the whole response only on the rare
-   * path that must wait (a key-cache miss, a shared rate-limit counter).
+   * when nothing has to wait. Never throws: a refusal comes back as `error`, and on the
+   * rare path that must wait (a key-cache miss, a shared rate-limit counter) `early`
+   * is a promise of the whole response.
    */
   const admit = (request: Request, set: { headers: Record<string, string | number> }): Admission => {
     const resumed = admitted.get(request);
@@ -130,9 +131,14 @@ export function corePlugin(deps: CoreDeps) {
     } catch (e) {
       const err = toApiError(e);
       if (err.status >= 500) log.error("request failed", { requestId: a.requestId, err: e });
+      // Refused before reaching a route, so no after-response hook sees it: log it here.
+      if (accessLog) logAccess(a.requestId, request.method, new URL(request.url).pathname, err.status, a.startedAt, undefined);
       return errorResponse(a.surface.family, err, { "x-request-id": a.requestId });
     }
   };
+
+  const logAccess = (requestId: string, method: string, path: string, status: number, startedAt: number, org: string | undefined) =>
+    log.info("request", { requestId, method, path, status, durationMs: Math.round((performance.now() - startedAt) * 100) / 100, org });
 
   const core = new Elysia({ name: "core" })
     .use(requestContext)
@@ -163,14 +169,8 @@ export function corePlugin(deps: CoreDeps) {
   if (accessLog) {
     core.onAfterResponse({ as: "global" }, (c) => {
       const value = (c as { responseValue?: unknown }).responseValue;
-      log.info("request", {
-        requestId: c.requestId,
-        method: c.request.method,
-        path: c.path,
-        status: value instanceof Response ? value.status : typeof c.set.status === "number" ? c.set.status : 200,
-        durationMs: Math.round((performance.now() - c.startedAt) * 100) / 100,
-        org: c.auth?.organizationId,
-      });
+      const status = value instanceof Response ? value.status : typeof c.set.status === "number" ? c.set.status : 200;
+      logAccess(c.requestId, c.request.method, c.path, status, c.startedAt, c.auth?.organizationId);
     });
   }
   return core;

@@ -47,3 +47,29 @@ test("the waiting path (unknown key, database lookup) still answers in the surfa
   expect(res.headers.get("x-request-id")).toBeTruthy();
   expect(await res.json()).toEqual({ error: "invalid API key" });
 });
+
+test("the access log has a line for every request, also those refused on the waiting path", async () => {
+  const { corePlugin } = await import("../../plugins/core");
+  const { SurfaceTable } = await import("../../plugins/surfaces");
+  const { createLogger } = await import("../../src/log");
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger("info", {}, { write: (l) => void lines.push(JSON.parse(l)), flush() {} });
+  const surfaces = new SurfaceTable();
+  surfaces.add({ prefix: "/noop", family: "flat", credentials: "bearer" });
+  const record = { id: "key_1", organizationId: "org_1", enabled: true, expiresAt: null, scopes: [], spendingLimit: null, spent: 0, rpm: null };
+  // Known key: a synchronous hit; anything else: a miss that waits (as for the database).
+  const authCache = { lookup: (k: string) => (k === "sk-known" ? record : Promise.resolve(null)) };
+  const deps = { surfaces, authCache: authCache as never, log, bodyLimitBytes: 1024, dispatch: (r: Request): Promise<Response> => app.handle(r) };
+  const app: { handle(r: Request): Promise<Response> } = new Elysia().use(corePlugin(deps)).use(noop.routes());
+  const ok = await app.handle(new Request("http://127.0.0.1/noop", { headers: { authorization: "Bearer sk-known" } }));
+  const refused = await app.handle(new Request("http://127.0.0.1/noop", { headers: { authorization: "Bearer sk-nope" } }));
+  expect([ok.status, refused.status]).toEqual([200, 401]);
+  await Bun.sleep(20); // after-response hooks run on the next turn of the event loop
+  const access = lines.filter((l) => l.msg === "request");
+  // One line each (order: the refusal is logged at once, the answer after the response).
+  expect(access.map((l) => [l.path, l.status, l.org]).sort()).toEqual([
+    ["/noop", 200, "org_1"],
+    ["/noop", 401, undefined],
+  ]);
+  expect(access.find((l) => l.status === 401)!.requestId).toBe(refused.headers.get("x-request-id"));
+});
