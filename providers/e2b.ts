@@ -1,7 +1,7 @@
 import type { Sandbox } from "@e2b/code-interpreter";
 import { Type } from "@sinclair/typebox";
 import { definePlugin } from "../src/registry/plugin";
-import { BackendError, type BackendState, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxTemplate } from "../src/sandboxes/backend";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxTemplate } from "../src/sandboxes/backend";
 
 /**
  * Sandboxes on E2B through the official SDK. A template with `"backend": "e2b"` runs
@@ -109,15 +109,24 @@ export class E2BBackend implements SandboxBackend {
       timedOut = true;
       void handle.kill().catch(() => {});
     }, spec.timeoutMs);
+    let cancelled = false;
+    const cancel = () => {
+      cancelled = true;
+      void handle.kill().catch(() => {});
+    };
+    if (spec.signal?.aborted) cancel();
+    else spec.signal?.addEventListener("abort", cancel, { once: true });
     try {
       const r = await handle.wait();
       return { stdout: this.cap(r.stdout, "stdout"), stderr: this.cap(r.stderr, "stderr"), exitCode: r.exitCode };
     } catch (e) {
       if (timedOut) return { stdout: this.cap(handle.stdout, "stdout"), stderr: `${this.cap(handle.stderr, "stderr")}\n[command timed out after ${spec.timeoutMs / 1000} s and was killed]\n`, exitCode: 124 };
+      if (cancelled) return { stdout: this.cap(handle.stdout, "stdout"), stderr: this.cap(handle.stderr, "stderr") + CANCELLED_MARKER, exitCode: 130 };
       if (e instanceof CommandExitError) return { stdout: this.cap(e.stdout, "stdout"), stderr: this.cap(e.stderr, "stderr"), exitCode: e.exitCode };
       throw e;
     } finally {
       clearTimeout(timer);
+      spec.signal?.removeEventListener("abort", cancel);
     }
   }
 

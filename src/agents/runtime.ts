@@ -532,8 +532,12 @@ export class AgentRuntime {
               const toolStart = performance.now();
               const env = await this.environment(session);
               const sandboxId = await ensureSandbox(this.s, session, env, (id) => installSkills(this.s, agent!, id));
-              ({ out, events: outbox } = await runToolWithSkills(this.s, session, agent!, sandboxId, r.name, (use.payload.input ?? {}) as Record<string, any>));
+              // An interrupt kills a command still running; as with an aborted model or MCP
+              // call, no result is recorded (the history closes the tool use as interrupted).
+              // On shutdown or a lost lease the tool use stays open for the next owner.
+              ({ out, events: outbox } = await runToolWithSkills(this.s, session, agent!, sandboxId, r.name, (use.payload.input ?? {}) as Record<string, any>, ctl.abort.signal));
               turn.toolMs += performance.now() - toolStart;
+              ctl.abort.signal.throwIfAborted();
             } else {
               const toolStart = performance.now();
               try {

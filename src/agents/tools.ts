@@ -109,7 +109,8 @@ async function installPackages(s: Services, org: string, sandboxId: string, env:
 }
 
 /** Runs one built-in tool in the sandbox. Failures the model can react to are results with isError. */
-export async function runBuiltin(s: Services, org: string, sandboxId: string, name: string, input: Record<string, any>): Promise<ToolOutcome> {
+/** `signal`: the turn was interrupted; a running command is killed (exit code 130). */
+export async function runBuiltin(s: Services, org: string, sandboxId: string, name: string, input: Record<string, any>, signal?: AbortSignal): Promise<ToolOutcome> {
   const svc = sandboxServiceOf(s);
   const str = (k: string): string => {
     if (typeof input[k] !== "string") throw new ToolInputError(`${name}: '${k}' must be a string`);
@@ -120,7 +121,7 @@ export async function runBuiltin(s: Services, org: string, sandboxId: string, na
     switch (name) {
       case "bash": {
         const timeoutMs = typeof input.timeout_ms === "number" && input.timeout_ms > 0 ? input.timeout_ms : DEFAULT_BASH_TIMEOUT_MS;
-        const r = await svc.exec(org, sandboxId, { cmd: "bash", args: ["-c", str("command")], timeout: Math.ceil(timeoutMs / 1000) });
+        const r = await svc.exec(org, sandboxId, { cmd: "bash", args: ["-c", str("command")], timeout: Math.ceil(timeoutMs / 1000) }, signal);
         let text = r.stdout;
         if (r.stderr) text += (text && !text.endsWith("\n") ? "\n" : "") + r.stderr;
         if (r.exitCode !== 0) text += `${text && !text.endsWith("\n") ? "\n" : ""}[exit code ${r.exitCode}]`;
@@ -154,12 +155,12 @@ export async function runBuiltin(s: Services, org: string, sandboxId: string, na
       case "glob": {
         // Pattern and path are positional arguments, never spliced into the script text.
         const script = 'cd -- "$1" || exit 2; shopt -s globstar nullglob dotglob; for f in $2; do printf "%s\\n" "$f"; done';
-        const r = await svc.exec(org, sandboxId, { cmd: "bash", args: ["-c", script, "glob", abs(input.path ?? "."), str("pattern")], timeout: 60 });
+        const r = await svc.exec(org, sandboxId, { cmd: "bash", args: ["-c", script, "glob", abs(input.path ?? "."), str("pattern")], timeout: 60 }, signal);
         if (r.exitCode !== 0) return { text: clip(r.stderr || `glob failed (exit ${r.exitCode})`), isError: true };
         return { text: clip(r.stdout || "no matches"), isError: false };
       }
       case "grep": {
-        const r = await svc.exec(org, sandboxId, { cmd: "grep", args: ["-rnE", "--", str("pattern"), abs(input.path ?? ".")], timeout: 60 });
+        const r = await svc.exec(org, sandboxId, { cmd: "grep", args: ["-rnE", "--", str("pattern"), abs(input.path ?? ".")], timeout: 60 }, signal);
         if (r.exitCode === 1) return { text: "no matches", isError: false };
         if (r.exitCode !== 0) return { text: clip(r.stderr || `grep failed (exit ${r.exitCode})`), isError: true };
         return { text: clip(r.stdout), isError: false };

@@ -36,7 +36,12 @@ export interface ExecSpec {
   args: string[];
   envVars: Record<string, string>;
   timeoutMs: number;
+  /** Aborting kills the command (a caller that no longer wants the result: an interrupted agent turn). */
+  signal?: AbortSignal;
 }
+
+/** Appended to stderr of a command killed because its caller aborted (exit code 130). */
+export const CANCELLED_MARKER = "\n[command cancelled: the caller stopped waiting for it, and it was killed]\n";
 
 export interface ExecResult {
   stdout: string;

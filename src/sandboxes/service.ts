@@ -296,12 +296,12 @@ export class SandboxService {
     });
   }
 
-  async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }): Promise<ExecResult> {
+  async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }, signal?: AbortSignal): Promise<ExecResult> {
     const row = await this.running(organizationId, id);
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
-      () => this.backendOf(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000 }),
+      () => this.backendOf(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000, signal }),
       "failed to run process in provider",
     );
     const durationMs = Math.round(performance.now() - started);

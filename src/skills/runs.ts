@@ -176,9 +176,10 @@ export async function runToolWithSkills(
   sandboxId: string,
   name: string,
   input: Record<string, any>,
+  signal?: AbortSignal,
 ): Promise<{ out: ToolOutcome; events: NewEvent[] }> {
   const started = performance.now();
-  const out = await runBuiltin(s, session.organizationId, sandboxId, name, input);
+  const out = await runBuiltin(s, session.organizationId, sandboxId, name, input, signal);
   const durationMs = Math.round(performance.now() - started);
   // Only a command that really ran (it has an exit code) can have run a skill.
   if (name !== "bash" || out.exitCode === undefined || typeof input.command !== "string" || !agent.skills?.length || !input.command.includes("skills")) return { out, events: [] };

@@ -32,6 +32,7 @@ beforeAll(async () => {
   mock.on({ userMessage: "chat model please", hasToolResult: true, toolResultContains: "from chat" }, { content: "chat done" } as never);
   mock.on({ userMessage: "fail upstream" }, { error: { message: "upstream is broken", type: "invalid_request_error" }, status: 400 } as never);
   mock.on({ userMessage: "just talk" }, { content: "Hi there." } as never);
+  mock.on({ userMessage: "run something long", hasToolResult: false }, { toolCalls: [{ name: "bash", arguments: JSON.stringify({ command: "sleep 30; echo finished > /home/user/late" }) }] } as never);
   // A model that takes 8 s to answer (the interrupt must not wait for it).
   mock.on({ userMessage: "think slowly" }, (async () => {
     slowCalls++;
@@ -177,5 +178,34 @@ describe("the agent loop", () => {
     await client.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "just talk" }] }] });
     const next = await waitIdle(client, session.id);
     expect(types(next).slice(4)).toEqual(["user.message", "session.status_running", "agent.message", "session.status_idle"]);
+  });
+
+  test("user.interrupt kills a sandbox command that is still running and ends the turn at once", async () => {
+    const agent = await bashAgent();
+    const session = await client.beta.sessions.create({ agent: agent.id, environment_id: envId, initial_events: [{ type: "user.message", content: [{ type: "text", text: "run something long" }] }] });
+    const listed = async () => {
+      const all: any[] = [];
+      for await (const e of client.beta.sessions.events.list(session.id, { limit: 100 })) all.push(e);
+      return all;
+    };
+    for (let i = 0; i < 1000 && !types(await listed()).includes("agent.tool_use"); i++) await Bun.sleep(20);
+    // The sandbox is created on the tool's first use, just after the tool_use is recorded.
+    let sandboxId: string | null = null;
+    for (let i = 0; i < 1000 && !sandboxId; i++) {
+      [{ sandboxId }] = await svc.server.services.db.select({ sandboxId: agentSessions.sandboxId }).from(agentSessions).where(eq(agentSessions.id, session.id));
+      if (!sandboxId) await Bun.sleep(20);
+    }
+    const sandboxes = sandboxServiceOf(svc.server.services);
+    // Processes in the sandbox whose command line holds "sleep 30" (the bracket keeps grep from counting itself).
+    const sleeping = async () => (await sandboxes.exec(orgId, sandboxId!, { cmd: "bash", args: ["-c", 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " " | grep -o "[s]leep 30" | wc -l'] })).stdout.trim();
+    for (let i = 0; i < 200 && (await sleeping()) === "0"; i++) await Bun.sleep(20);
+    expect(await sleeping()).not.toBe("0");
+    const started = performance.now();
+    await client.beta.sessions.events.send(session.id, { events: [{ type: "user.interrupt" }] });
+    const events = await waitIdle(client, session.id);
+    // Well before the command's 30 s: it was killed, not waited for.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(types(events)).toEqual(["user.message", "session.status_running", "agent.tool_use", "user.interrupt", "session.status_idle"]);
+    expect(await sleeping()).toBe("0");
   });
 });

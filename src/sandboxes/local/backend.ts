@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { hostname } from "node:os";
 import { join, posix } from "node:path";
 import type { Logger } from "../../log";
-import { BackendError, type BackendState, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxTemplate } from "../backend";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxTemplate } from "../backend";
 import { runCaptured } from "./exec";
 import { ensureTraversable, prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { childrenOf, pidNamespace, pidsInNamespace, procStat, signal } from "./procfs";
@@ -309,12 +309,13 @@ export class LocalBackend implements SandboxBackend {
   async exec(id: string, state: BackendState, spec: ExecSpec): Promise<ExecResult> {
     const s = this.live(id, state);
     const max = this.opts.limits.outputBytes;
-    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max });
+    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
     let stdout = new TextDecoder().decode(r.stdout);
     let stderr = new TextDecoder().decode(r.stderr);
     if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
     if (r.stderrTruncated) stderr += OUTPUT_MARKER("stderr", max);
     if (r.timedOut) stderr += `\n[command timed out after ${spec.timeoutMs / 1000} s and was killed]\n`;
+    else if (r.cancelled) stderr += CANCELLED_MARKER;
     return { stdout, stderr, exitCode: r.exitCode };
   }
 

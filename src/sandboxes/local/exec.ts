@@ -15,6 +15,8 @@ export interface RunOptions {
   /** Bytes kept per stream; the rest is read and dropped. */
   maxOutput: number;
   stdin?: Uint8Array;
+  /** Kills the command's tree like the deadline does. */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -24,6 +26,7 @@ export interface RunResult {
   stderrTruncated: boolean;
   exitCode: number;
   timedOut: boolean;
+  cancelled: boolean;
 }
 
 /** How long to keep collecting output after the command exited, when a background child still holds the pipe. */
@@ -45,10 +48,18 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
   let killing: Promise<void> | undefined;
   const timer = setTimeout(() => {
     timedOut = true;
-    killing = killTree(proc.pid, opts.pidNs);
+    killing ??= killTree(proc.pid, opts.pidNs);
   }, opts.timeoutMs);
+  let cancelled = false;
+  const cancel = () => {
+    cancelled = true;
+    killing ??= killTree(proc.pid, opts.pidNs);
+  };
+  if (opts.signal?.aborted) cancel();
+  else opts.signal?.addEventListener("abort", cancel, { once: true });
   await proc.exited;
   clearTimeout(timer);
+  opts.signal?.removeEventListener("abort", cancel);
   if (killing) await killing;
   // A background process started by the command keeps the pipes open. We stop waiting
   // for end-of-file shortly after the command exits but keep draining (and dropping)
@@ -60,8 +71,9 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
     stderr: err.take(),
     stdoutTruncated: out.truncated(),
     stderrTruncated: err.truncated(),
-    exitCode: timedOut ? 124 : exitCode,
+    exitCode: timedOut ? 124 : cancelled ? 130 : exitCode,
     timedOut,
+    cancelled,
   };
 }
 
