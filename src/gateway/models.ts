@@ -25,6 +25,18 @@ const ModelMeta = t.Object({
 
 const tags = ["model gateway"];
 
+/** The generative-vendor SDK's Model (`models.get`, `models.list`). */
+const GenvendorModel = t.Object({
+  name: t.String({ description: "`models/<id>`" }),
+  baseModelId: t.String(),
+  displayName: t.String(),
+  description: t.Optional(t.String()),
+  inputTokenLimit: t.Optional(t.Integer()),
+  outputTokenLimit: t.Optional(t.Integer()),
+  supportedGenerationMethods: t.Array(t.String()),
+});
+const MAX_PAGE = 1000;
+
 /** Model catalog lookup (spec: `GET /v1/models`, `GET /v1/models/{id_or_name}`, `GET /api/models`). */
 export function modelRoutes(s: Services, g: Gateway) {
   const catalog = catalogFor(s);
@@ -82,6 +94,75 @@ export function modelRoutes(s: Services, g: Gateway) {
         detail: { tags, summary: "Model catalog with metadata", description: "Catalog metadata (vendor, kind, context window, prices in USD per million tokens) of the models the gateway serves." },
       },
     );
+}
+
+/**
+ * The generative-vendor native listing (`GET /v1beta/models`, `GET /v1beta/models/{model}`):
+ * the models the gateway can serve over `generateContent`, in that protocol's Model shape,
+ * so the vendor SDK's `models.list()` and `models.get()` work against the gateway.
+ * Pages: `pageSize` (default 50, at most 1000) and the opaque `pageToken` it returns.
+ */
+export function genvendorModelRoutes(s: Services, g: Gateway) {
+  const catalog = catalogFor(s);
+  const serving = () => g.listModels().filter((m) => g.providers.get(m.ownedBy)?.serves.includes("generateContent"));
+  const modelOf = (id: string) => {
+    const meta = catalog.get(id);
+    return {
+      name: `models/${id}`,
+      baseModelId: id,
+      displayName: meta?.name ?? id,
+      ...(meta?.contextWindow ? { inputTokenLimit: meta.contextWindow } : {}),
+      ...(meta?.maxOutputTokens ? { outputTokenLimit: meta.maxOutputTokens } : {}),
+      supportedGenerationMethods: ["generateContent", "streamGenerateContent"],
+    };
+  };
+  return new Elysia()
+    .get(
+      "/v1beta/models",
+      ({ query }) => {
+        const size = query.pageSize ?? 50;
+        const offset = query.pageToken ? pageOffset(query.pageToken) : 0;
+        const all = serving();
+        const page = all.slice(offset, offset + size).map((m) => modelOf(m.id));
+        const next = offset + size < all.length ? Buffer.from(`o${offset + size}`).toString("base64url") : undefined;
+        return { models: page, ...(next ? { nextPageToken: next } : {}) };
+      },
+      {
+        query: t.Object(
+          { pageSize: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE, error: `pageSize must be an integer from 1 to ${MAX_PAGE}` })), pageToken: t.Optional(t.String()) },
+          { additionalProperties: true },
+        ),
+        response: t.Object({ models: t.Array(GenvendorModel), nextPageToken: t.Optional(t.String()) }),
+        detail: { tags, summary: "List models (generative-vendor protocol)", description: "Models the gateway serves over generateContent, in the vendor's Model shape. `pageSize` (1-1000, default 50) and `pageToken` page through them." },
+      },
+    )
+    .get(
+      "/v1beta/models/:model",
+      ({ params }) => {
+        const id = decodeURIComponent(params.model).replace(/^models\//, "");
+        // Anything the generateContent route could serve: listed ids, catalog ids and aliases
+        // of a vendor with a native provider, `<provider>/<model>`.
+        if (!serving().some((m) => m.id === id)) {
+          try {
+            g.router.candidates(id, "generateContent");
+          } catch {
+            throw new ApiError(404, `models/${id} is not found`);
+          }
+        }
+        return modelOf(id);
+      },
+      {
+        params: t.Object({ model: t.String() }),
+        response: GenvendorModel,
+        detail: { tags, summary: "Get a model (generative-vendor protocol)", description: "One model the gateway can serve over generateContent; 404 in the vendor's error shape otherwise." },
+      },
+    );
+}
+
+function pageOffset(token: string): number {
+  const m = /^o([0-9]{1,9})$/.exec(Buffer.from(token, "base64url").toString());
+  if (!m) throw new ApiError(400, "invalid pageToken");
+  return Number(m[1]);
 }
 
 /** An id the catalog resolves (dated snapshots, aliases) whose vendor has a provider here. */

@@ -5,7 +5,7 @@ import type { Surface } from "../../plugins/surfaces";
 import type { Services } from "../services";
 import { checkSystemLength, gatewayFor, textOf } from "./gateway";
 import { createInteraction, getInteraction } from "./interactions";
-import { modelRoutes } from "./models";
+import { genvendorModelRoutes, modelRoutes } from "./models";
 import { ChatBody, GenerateContentBody, InteractionBody, MAX_SYSTEM_CHARS, MessagesBody, ResponsesBody } from "./schemas";
 
 const GENERATE = /^\/v1(beta)?\/models\/[^/]+:(generateContent|streamGenerateContent)$/;
@@ -121,5 +121,5 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(modelRoutes(s, g));
+  return app.use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }

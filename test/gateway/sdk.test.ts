@@ -263,6 +263,28 @@ describe("generateContent (@google/genai)", () => {
     expect(rows[0]).toMatchObject({ provider: "gemini", inputTokens: 11, outputTokens: 5 });
   });
 
+  test("models.get and models.list (paged) list what generateContent serves; unknown models are 404", async () => {
+    for (const client of [genai, genaiBeta]) {
+      const m = await client.models.get({ model: "gemini-2.5-flash" });
+      expect(m).toMatchObject({ name: "models/gemini-2.5-flash" });
+      expect(m.supportedActions ?? (m as any).supportedGenerationMethods).toContain("generateContent");
+    }
+    const names: string[] = [];
+    const pager = await genai.models.list({ config: { pageSize: 5 } });
+    for await (const model of pager) names.push(model.name!);
+    expect(names).toContain("models/gemini-2.5-flash");
+    expect(names.length).toBeGreaterThan(5); // more than one page
+    expect(new Set(names).size).toBe(names.length);
+    // Only models served over generateContent: none of the other vendors' models.
+    expect(names.some((n) => n.includes("gpt-") || n.includes("claude"))).toBe(false);
+    const missing = await genai.models.get({ model: "no-such-model" }).catch((e) => e);
+    expect(missing).toBeInstanceOf(GenAIError);
+    expect(missing.status).toBe(404);
+    const raw = await fetch(`${svc.url}/v1beta/models?pageToken=garbage`, { headers: { "x-goog-api-key": key } });
+    expect(raw.status).toBe(400);
+    expect((await raw.json()).error).toMatchObject({ code: 400, status: "INVALID_ARGUMENT" });
+  });
+
   test("upstream errors surface as the SDK's ApiError with the status", async () => {
     const bad = await genai.models.generateContent({ model: "gemini-2.5-flash", contents: "refuse this" }).catch((e) => e);
     expect(bad).toBeInstanceOf(GenAIError);
