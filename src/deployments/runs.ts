@@ -35,6 +35,9 @@ export function runJson(r: DeploymentRunRow) {
  * these pauses itself (see `pauseAfter`). Anything else (`unknown_error`) is treated as
  * transient and never pauses.
  */
+/** Attempts at one scheduled due time, when session creation fails for an unknown reason, before the failure is recorded. */
+export const TRANSIENT_ATTEMPTS = 3;
+
 export const NON_RECOVERABLE = new Set(["agent_archived_error", "environment_archived_error", "environment_not_found_error", "session_creation_rejected_error"]);
 
 /** A scheduled fire that another process (or an earlier fire of this time) already handled. */
@@ -119,12 +122,35 @@ export class DeploymentRunner {
         // the run carries the specific reason.
         problem = (await this.preflight(d, undefined)) ?? (e instanceof ApiError && e.status < 500 ? { type: "session_creation_rejected_error", message: e.message } : undefined);
         if (!problem) {
+          // Probably passing (a database hiccup): a scheduled due time stays unclaimed and
+          // the next passes try it again, a few times, before the failure is recorded.
+          if (trigger.type === "schedule" && this.retryLater(d, trigger)) {
+            this.s.log.warn("deployment run: session creation failed; the due time will be tried again", { deploymentId: d.id, err: e });
+            return undefined;
+          }
           this.s.log.error("deployment run: session creation failed", { deploymentId: d.id, err: e });
           problem = { type: "unknown_error", message: "the session could not be created (internal error)" };
         }
       }
     }
     return this.recordFailure(d, runId, trigger, now, problem);
+  }
+
+  /** Failed attempts per scheduled due time (this process), for `retryLater`. */
+  private readonly attempts = new Map<string, number>();
+
+  /** True while a due time has had fewer than TRANSIENT_ATTEMPTS failed attempts here. */
+  private retryLater(d: DeploymentRow, trigger: Extract<Trigger, { type: "schedule" }>): boolean {
+    const key = `${d.id}@${trigger.due.toISOString()}`;
+    const n = (this.attempts.get(key) ?? 0) + 1;
+    if (n >= TRANSIENT_ATTEMPTS) {
+      this.attempts.delete(key);
+      return false;
+    }
+    // Bounded: entries of due times that later succeeded elsewhere are dropped wholesale.
+    if (this.attempts.size >= 10_000) this.attempts.clear();
+    this.attempts.set(key, n);
+    return true;
   }
 
   /** Why a session cannot be created for this deployment now, if a reason is known. */

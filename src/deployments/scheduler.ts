@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, lte } from "drizzle-orm";
+import { and, asc, eq, isNull, lte, notInArray } from "drizzle-orm";
 import type { Services } from "../services";
 import { clockOf } from "./clock";
 import { latestDue, nextAfter, scheduleOf } from "./cron";
@@ -73,18 +73,21 @@ export class DeploymentScheduler {
   private async pass(): Promise<number> {
     const now = clockOf(this.s).now();
     let fired = 0;
+    // Left due on purpose in this pass (a failure to be tried again at the next pass).
+    const later: string[] = [];
     // Bounded, so one pass cannot run forever; what is left is due at the next pass.
     for (let round = 0; round < 20 && !this.stopped; round++) {
       const due = await this.s.db
         .select()
         .from(deployments)
-        .where(and(lte(deployments.nextRunAt, now), eq(deployments.status, "active"), isNull(deployments.archivedAt)))
+        .where(and(lte(deployments.nextRunAt, now), eq(deployments.status, "active"), isNull(deployments.archivedAt), later.length ? notInArray(deployments.id, later) : undefined))
         .orderBy(asc(deployments.nextRunAt))
         .limit(BATCH);
       for (const d of due) {
         if (this.stopped) break;
         try {
           if (await this.fireDue(d, now)) fired++;
+          else later.push(d.id);
         } catch (e) {
           this.s.log.error("deployment scheduler: firing failed", { deploymentId: d.id, err: e });
         }

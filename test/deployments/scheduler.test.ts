@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { LLMock } from "@copilotkit/aimock";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { setClock } from "../../src/deployments/clock";
 import { DeploymentScheduler, schedulerOf } from "../../src/deployments/scheduler";
 import { deployments } from "../../src/deployments/schema";
@@ -212,6 +212,48 @@ describe("scheduler", () => {
     expect(await patient.tick()).toBe(1);
     expect((await runsOf(d.id)).map((r) => r.error?.type)).toEqual(["environment_archived_error", "environment_archived_error"]);
     expect((await client.beta.deployments.retrieve(d.id)).paused_reason).toEqual({ type: "error", error: { type: "environment_archived_error" } });
+  });
+
+  test("session creation failing for an unknown reason: the due time is tried again at the next passes, then recorded as unknown_error", async () => {
+    // A real database fault: the first `injected_budget` session inserts fail (counted by a
+    // sequence, which the failing transaction does not roll back).
+    const db = services.db;
+    await db.execute(sql`create sequence injected_faults minvalue 0 start 0`);
+    await db.execute(sql`create table injected_budget (n bigint not null)`);
+    await db.execute(sql`insert into injected_budget values (2)`);
+    await db.execute(sql`create function inject_fault() returns trigger language plpgsql as $$
+      begin
+        if nextval('injected_faults') < (select n from injected_budget) then raise exception 'injected fault'; end if;
+        return new;
+      end $$`);
+    await db.execute(sql`create trigger inject_fault before insert on agent_sessions for each row execute function inject_fault()`);
+    try {
+      at("2026-08-01T07:00:00Z");
+      const d = await create("0 8 * * *", "UTC");
+      at("2026-08-01T08:00:00Z");
+      // Two failed attempts leave the due time unclaimed; the third pass succeeds.
+      expect(await scheduler.tick()).toBe(0);
+      expect(await scheduler.tick()).toBe(0);
+      expect(await runsOf(d.id)).toEqual([]);
+      expect(await scheduler.tick()).toBe(1);
+      expect((await runsOf(d.id))[0]).toMatchObject({ error: null, trigger_context: { scheduled_at: "2026-08-01T08:00:00.000Z" } });
+      // A fault that outlasts the attempts is recorded once, and does not pause the deployment.
+      await db.execute(sql`update injected_budget set n = 1000`);
+      at("2026-08-02T08:00:00Z");
+      expect(await scheduler.tick()).toBe(0);
+      expect(await scheduler.tick()).toBe(0);
+      expect(await scheduler.tick()).toBe(1);
+      const runs = await runsOf(d.id);
+      expect(runs).toHaveLength(2);
+      expect(runs[1]).toMatchObject({ session_id: null, error: { type: "unknown_error" }, trigger_context: { scheduled_at: "2026-08-02T08:00:00.000Z" } });
+      expect((await client.beta.deployments.retrieve(d.id)).status).toBe("active");
+      expect(await scheduler.tick()).toBe(0);
+    } finally {
+      await db.execute(sql`drop trigger inject_fault on agent_sessions`);
+      await db.execute(sql`drop function inject_fault()`);
+      await db.execute(sql`drop table injected_budget`);
+      await db.execute(sql`drop sequence injected_faults`);
+    }
   });
 
   test("missed-run policy: after a restart, due times missed while down fire once, for the latest; older ones are skipped", async () => {
