@@ -54,6 +54,43 @@ export class SessionBus {
     const set = this.listeners.get(sessionId);
     if (set) for (const fn of [...set]) fn();
   }
+
+  /**
+   * A follower's waits between reads of the log. Call `reading()` before each read;
+   * `wait(ms)` then returns at once if a commit was announced since (a notice that lands
+   * while the database is being read must not be lost), else at the next notice, `wake()`
+   * or after `ms` (the poll that finds other processes' writes).
+   */
+  watch(sessionId: string): { reading(): void; wait(ms: number): Promise<void>; wake(): void; close(): void } {
+    let wake: (() => void) | undefined;
+    let dirty = false;
+    const unsubscribe = this.subscribe(sessionId, () => {
+      dirty = true;
+      wake?.();
+    });
+    return {
+      reading: () => {
+        dirty = false;
+      },
+      wait: (ms) =>
+        dirty
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              const t = setTimeout(done, ms);
+              function done() {
+                clearTimeout(t);
+                wake = undefined;
+                resolve();
+              }
+              wake = done;
+            }),
+      wake: () => wake?.(),
+      close: () => {
+        unsubscribe();
+        wake?.();
+      },
+    };
+  }
 }
 
 const buses = new WeakMap<Services, SessionBus>();

@@ -22,18 +22,10 @@ const HEARTBEAT_MS = 15_000;
  */
 export function sessionStream(s: Services, sessionId: string, opts: StreamOptions, signal: AbortSignal): ReadableStream<Uint8Array> {
   let closed = false;
-  let wake: (() => void) | undefined;
-  // Set by every commit notice: one that lands while the database is being read must not
-  // be lost (the follower would sleep until the next poll).
-  let dirty = false;
-  const unsubscribe = busOf(s).subscribe(sessionId, () => {
-    dirty = true;
-    wake?.();
-  });
+  const commits = busOf(s).watch(sessionId);
   const finish = () => {
     closed = true;
-    unsubscribe();
-    wake?.();
+    commits.close();
   };
   signal.addEventListener("abort", finish, { once: true });
   let seq = opts.after;
@@ -47,7 +39,7 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
     async pull(controller) {
       try {
         while (!closed) {
-          dirty = false;
+          commits.reading();
           const rows = await eventsAfter(s.db, sessionId, seq, 500);
           if (rows.length) {
             let out = "";
@@ -73,15 +65,7 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
             lastWrite = Date.now();
             return;
           }
-          if (dirty) continue;
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, opts.pollMs);
-            wake = () => {
-              clearTimeout(t);
-              resolve();
-            };
-          });
-          wake = undefined;
+          await commits.wait(opts.pollMs);
         }
         controller.close();
       } catch (e) {

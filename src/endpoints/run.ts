@@ -57,19 +57,13 @@ export function inputEvents(input: RunBody["input"], newSession: boolean): Recor
 export async function awaitTurn(s: Services, sessionId: string, afterSeq: number, timeoutMs: number, pollMs: number, signal: AbortSignal): Promise<{ ended: boolean; events: SessionEventRow[] }> {
   const events: SessionEventRow[] = [];
   let seq = afterSeq;
-  let wake: (() => void) | undefined;
-  // A commit notice that lands while the database is being read must not be lost.
-  let dirty = false;
-  const unsubscribe = busOf(s).subscribe(sessionId, () => {
-    dirty = true;
-    wake?.();
-  });
-  const onAbort = () => wake?.();
+  const commits = busOf(s).watch(sessionId);
+  const onAbort = () => commits.wake();
   signal.addEventListener("abort", onAbort, { once: true });
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
-      dirty = false;
+      commits.reading();
       const rows = await eventsAfter(s.db, sessionId, seq, 500);
       for (const r of rows) {
         events.push(r);
@@ -79,18 +73,10 @@ export async function awaitTurn(s: Services, sessionId: string, afterSeq: number
       if (rows.length) continue;
       const left = deadline - Date.now();
       if (left <= 0 || signal.aborted) return { ended: false, events };
-      if (dirty) continue;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.min(pollMs, left));
-        wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      wake = undefined;
+      await commits.wait(Math.min(pollMs, left));
     }
   } finally {
-    unsubscribe();
+    commits.close();
     signal.removeEventListener("abort", onAbort);
   }
 }
