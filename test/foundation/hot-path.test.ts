@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Elysia } from "elysia";
-import { requestContext } from "../../plugins/core";
+import { corePlugin, requestContext } from "../../plugins/core";
+import { SurfaceTable } from "../../plugins/surfaces";
 import { routeModules } from "../../src/app";
+import { createLogger } from "../../src/log";
 import { startTestService, type TestService } from "../helpers/service";
 
 // The cross-cutting layer must not make a synchronous route asynchronous: Elysia
@@ -49,9 +51,6 @@ test("the waiting path (unknown key, database lookup) still answers in the surfa
 });
 
 test("the access log has a line for every request, also those refused on the waiting path", async () => {
-  const { corePlugin } = await import("../../plugins/core");
-  const { SurfaceTable } = await import("../../plugins/surfaces");
-  const { createLogger } = await import("../../src/log");
   const lines: Record<string, unknown>[] = [];
   const log = createLogger("info", {}, { write: (l) => void lines.push(JSON.parse(l)), flush() {} });
   const surfaces = new SurfaceTable();
