@@ -21,13 +21,33 @@ const STREAM =
   `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-4o-mini", choices: [], usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 } })}\n\n` +
   "data: [DONE]\n\n";
 
+const STREAM_EVENTS = STREAM.split(/(?<=\n\n)/);
+
 if (process.env.MODE === "upstream") {
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     async fetch(req) {
       const body = await req.text();
-      if (/"stream"\s*:\s*true/.test(body)) return new Response(STREAM, { headers: { "content-type": "text/event-stream" } });
+      if (/"stream"\s*:\s*true/.test(body)) {
+        // "(chunked)" in the prompt: one event per chunk, as a live upstream sends them;
+        // otherwise the whole stream in one write with its Content-Length.
+        if (!body.includes("(chunked)")) return new Response(STREAM, { headers: { "content-type": "text/event-stream" } });
+        const events = STREAM_EVENTS;
+        return new Response(
+          new ReadableStream({
+            type: "direct",
+            async pull(controller) {
+              for (const e of events) {
+                controller.write(e);
+                await controller.flush();
+              }
+              controller.close();
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
+      }
       return new Response(COMPLETION, { headers: { "content-type": "application/json" } });
     },
   });

@@ -4,7 +4,17 @@
 // embedded database, usage metering and rate-limit hook active); Portkey's open-source
 // gateway from node_modules, on Node. Non-streaming and streaming chat completions:
 // sequential added latency over direct (p50/p99, interleaved rounds) and throughput at 64
-// connections (wrk). `npm run bench -- gateway`; BENCH_SECONDS sets the wrk duration.
+// connections (wrk). Streams twice: as the upstream sends a short answer it has complete
+// (one write, Content-Length) and as a chunked stream, one event per chunk.
+// `npm run bench -- gateway`; BENCH_SECONDS sets the wrk duration.
+
+type Mode = "json" | "stream" | "chunked";
+const MODES: Mode[] = ["json", "stream", "chunked"];
+const TITLES: Record<Mode, string> = {
+  json: "Non-streaming",
+  stream: "Streaming (SSE), upstream sends the complete stream (Content-Length)",
+  chunked: "Streaming (SSE), upstream sends a chunked stream (one event per chunk)",
+};
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,10 +33,12 @@ interface Target {
   url: string;
   headers: Record<string, string>;
   /** Why the target could not be measured in a mode (it failed its check request). */
-  failed?: { json?: string; stream?: string };
+  failed?: Partial<Record<Mode, string>>;
 }
 
-const body = (stream: boolean) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }], ...(stream ? { stream: true } : {}) });
+// The upstream (bench/gateway-children.ts) chunks its stream when the prompt says so.
+const body = (mode: Mode) =>
+  JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: mode === "chunked" ? "Say hello (chunked)" : "Say hello" }], ...(mode === "json" ? {} : { stream: true }) });
 
 async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -113,17 +125,17 @@ async function startPortkey(runtime: "node" | "bun") {
   };
 }
 
-async function checkTarget(t: Target, stream: boolean) {
-  const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(stream) });
+async function checkTarget(t: Target, mode: Mode) {
+  const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(mode) });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`${t.name}: ${res.status} ${text.slice(0, 300)}`);
-  if (stream ? !text.includes("data: [DONE]") : !text.includes('"chat.completion"')) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
+  if (mode !== "json" ? !text.includes("data: [DONE]") : !text.includes('"chat.completion"')) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
 }
 
 /** Sequential latency: rounds of PER_ROUND requests per target, targets interleaved so drift hits all alike. */
-async function sequential(targets: Target[], stream: boolean): Promise<Map<string, number[]>> {
+async function sequential(targets: Target[], mode: Mode): Promise<Map<string, number[]>> {
   const times = new Map<string, number[]>(targets.map((t) => [t.name, []]));
-  const payload = body(stream);
+  const payload = body(mode);
   const one = async (t: Target) => {
     const start = performance.now();
     const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: payload });
@@ -144,10 +156,10 @@ interface Throughput {
 }
 
 /** wrk with a POST body (Debian package wrk). */
-function wrkPost(t: Target, stream: boolean, seconds: number, dir: string): Throughput {
+function wrkPost(t: Target, mode: Mode, seconds: number, dir: string): Throughput {
   if (!Bun.which("wrk")) throw new Error("wrk is not installed: apt-get install -y wrk (Debian package wrk)");
-  const script = join(dir, `post-${stream ? "stream" : "json"}.lua`);
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body(stream))}\nwrk.headers["Content-Type"] = "application/json"\n`);
+  const script = join(dir, `post-${mode}.lua`);
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body(mode))}\nwrk.headers["Content-Type"] = "application/json"\n`);
   const args = ["wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${seconds}s`, "-s", script];
   for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
   args.push(t.url);
@@ -195,9 +207,9 @@ export async function run() {
       });
     }
     for (const t of targets) {
-      for (const stream of [false, true]) {
+      for (const mode of MODES) {
         try {
-          await checkTarget(t, stream);
+          await checkTarget(t, mode);
         } catch (err) {
           // Only the peer may fail its check; a failure of ours or of the baselines stops the run.
           if (!t.name.startsWith("Portkey")) throw err;
@@ -205,38 +217,37 @@ export async function run() {
           await Bun.sleep(200);
           const logged = gw?.output().match(/TypeError: [^\n]*/)?.[0];
           const reason = `${(err as Error).message.replace(`${t.name}: `, "")}${logged ? ` (its log: ${logged})` : ""}`;
-          t.failed = { ...t.failed, [stream ? "stream" : "json"]: reason };
-          notes.push(`${t.name}, ${stream ? "streaming" : "non-streaming"}: every request fails with ${reason}`);
+          t.failed = { ...t.failed, [mode]: reason };
+          notes.push(`${t.name}, ${TITLES[mode].toLowerCase()}: every request fails with ${reason}`);
         }
       }
     }
 
     const latency: Record<string, Map<string, number[]>> = {};
     const throughput: Record<string, Map<string, Throughput>> = {};
-    for (const stream of [false, true]) {
-      const mode = stream ? "stream" : "json";
+    for (const mode of MODES) {
       const live = targets.filter((t) => !t.failed?.[mode]);
-      latency[mode] = await sequential(live, stream);
+      latency[mode] = await sequential(live, mode);
       throughput[mode] = new Map();
       for (const t of live) {
-        wrkPost(t, stream, 2, dir); // warm-up
-        throughput[mode].set(t.name, wrkPost(t, stream, SECONDS, dir));
+        wrkPost(t, mode, 2, dir); // warm-up
+        throughput[mode].set(t.name, wrkPost(t, mode, SECONDS, dir));
       }
     }
 
     console.log(
-      `Fast local upstream (Bun.serve, fixed chat completion / fixed 7-event SSE stream); model gpt-4o-mini; all processes on 127.0.0.1 of this machine.\n` +
+      `Fast local upstream (Bun.serve, fixed chat completion / fixed 7-event SSE stream, complete or chunked); model gpt-4o-mini; all processes on 127.0.0.1 of this machine.\n` +
         `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (Bun fetch, keep-alive, full body read), after 200 warm-up requests.\n` +
         `Throughput: wrk, 1 thread, ${CONNECTIONS} connections, ${SECONDS} s per cell after a 2 s warm-up.\n`,
     );
-    for (const mode of ["json", "stream"] as const) {
+    for (const mode of MODES) {
       const lat = latency[mode];
       const tp = throughput[mode];
       const direct = lat.get(targets[0].name)!;
       const d50 = percentile(direct, 50);
       const d99 = percentile(direct, 99);
       const proxyRps = tp.get(targets[1].name)!.rps;
-      console.log(`### ${mode === "json" ? "Non-streaming" : "Streaming (SSE)"}\n`);
+      console.log(`### ${TITLES[mode]}\n`);
       console.log("| target | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s @64 | vs minimal proxy |");
       console.log("|---|---:|---:|---:|---:|---:|---:|");
       for (const t of targets) {

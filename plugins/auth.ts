@@ -20,11 +20,12 @@ export const AUTH_MESSAGES = {
   spend: "API key spending limit exceeded",
 } as const;
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
 function bearer(request: Request): string | undefined {
   const h = request.headers.get("authorization");
   if (!h) return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-  return m?.[1];
+  return BEARER.exec(h)?.[1];
 }
 
 function header(request: Request, ...names: string[]): string | undefined {

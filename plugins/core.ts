@@ -137,8 +137,15 @@ export function corePlugin(deps: CoreDeps) {
     }
   };
 
-  const logAccess = (requestId: string, method: string, path: string, status: number, startedAt: number, org: string | undefined) =>
-    log.info("request", { requestId, method, path, status, durationMs: Math.round((performance.now() - startedAt) * 100) / 100, org });
+  // The access log line, serialized by hand (see Logger.raw): the request id is ours or
+  // passed the SANE check, the method is an HTTP token and organization ids are ours, so
+  // only the path (client-chosen) needs escaping.
+  const logAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined) =>
+    log.raw(
+      "info",
+      "request",
+      `"requestId":"${requestId}","method":${JSON.stringify(method)},"path":${JSON.stringify(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}`,
+    );
 
   const core = new Elysia({ name: "core" })
     .use(requestContext)
@@ -163,14 +170,18 @@ export function corePlugin(deps: CoreDeps) {
       if (err.status >= 500) log.error("request failed", { requestId: (c as { requestId?: string }).requestId, err: c.error });
       c.set.status = err.status;
       c.set.headers["content-type"] = "application/json";
+      if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId);
       return errorBody(surface.family, err);
     });
-  // Access log only when it would be written: the hook has a per-request cost of its own.
+  // Access log only when it would be written: the hooks have a per-request cost of their own.
+  // Written when the handler has produced its response (onAfterHandle, synchronous) or
+  // its error (onError), not after the response is sent: an after-response hook costs a
+  // setImmediate and an async closure per request. For a stream the line therefore marks
+  // when its status and headers were decided, not when it ended.
   if (accessLog) {
-    core.onAfterResponse({ as: "global" }, (c) => {
-      const value = (c as { responseValue?: unknown }).responseValue;
-      const status = value instanceof Response ? value.status : typeof c.set.status === "number" ? c.set.status : 200;
-      logAccess(c.requestId, c.request.method, c.path, status, c.startedAt, c.auth?.organizationId);
+    core.onAfterHandle({ as: "global" }, function logHandled({ request, path, set, responseValue, requestId, startedAt, auth }) {
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+      logAccess(requestId, request.method, path, status, startedAt, auth?.organizationId);
     });
   }
   return core;

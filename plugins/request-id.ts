@@ -5,14 +5,17 @@
  */
 const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-// Ids need to be unique, not secret: a random per-process prefix plus a counter is
-// unique across processes and costs a fraction of a UUID per request.
-const PROCESS_PREFIX = "req_" + crypto.randomUUID().replaceAll("-", "").slice(0, 16);
-let counter = 0;
+// Ids need to be unique, not secret: a random per-process prefix (18 hex digits) plus a
+// counter is unique across processes and costs a fraction of a UUID per request. The
+// counter starts at 2^52, so it always prints as 14 hex digits (no padding per request)
+// until 2^53 - 4.5e15 requests later.
+const PROCESS_PREFIX = "req_" + crypto.randomUUID().replaceAll("-", "").slice(0, 18);
+const COUNTER_START = 2 ** 52;
+let counter = COUNTER_START;
 
 export function requestIdFor(request: Request): string {
   const inbound = request.headers.get("x-request-id");
   if (inbound && SANE.test(inbound)) return inbound;
-  counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
-  return PROCESS_PREFIX + counter.toString(16).padStart(16, "0");
+  if (++counter >= Number.MAX_SAFE_INTEGER) counter = COUNTER_START;
+  return PROCESS_PREFIX + counter.toString(16);
 }

@@ -43,6 +43,8 @@ export const OPEN_SURFACE: Surface = { prefix: "", family: "flat", credentials: 
 /** Longest-prefix lookup from a request path to its surface. */
 export class SurfaceTable {
   private surfaces: Surface[] = [];
+  /** Path -> surface for paths seen recently: most traffic hits a handful of paths. */
+  private readonly memo = new Map<string, Surface>();
 
   add(surface: Surface): void {
     if (this.surfaces.some((s) => s.prefix === surface.prefix && String(s.pattern) === String(surface.pattern))) {
@@ -50,9 +52,22 @@ export class SurfaceTable {
     }
     this.surfaces.push(surface);
     this.surfaces.sort((a, b) => Number(!!b.pattern) - Number(!!a.pattern) || b.prefix.length - a.prefix.length);
+    this.memo.clear();
   }
 
   match(path: string): Surface {
+    const known = this.memo.get(path);
+    if (known) return known;
+    const found = this.scan(path);
+    // Bounded: paths carrying ids are endless, so the memo is simply emptied when full.
+    if (path.length <= 256) {
+      if (this.memo.size >= 4096) this.memo.clear();
+      this.memo.set(path, found);
+    }
+    return found;
+  }
+
+  private scan(path: string): Surface {
     for (const s of this.surfaces) {
       if (s.pattern) {
         if (path.startsWith(s.prefix) && s.pattern.test(path)) return s;

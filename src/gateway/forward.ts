@@ -5,7 +5,7 @@ import type { GatewayOptions } from "./config";
 import type { Protocol } from "./provider";
 import { CODECS, type Usage } from "./protocols";
 import type { Candidate, Router } from "./router";
-import { pipeSse } from "./stream";
+import { completeSse, pipeSse } from "./stream";
 
 /** One model request, as a surface hands it to the data path. */
 export interface Call {
@@ -139,18 +139,26 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       }
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
-      const body = pipeSse(first.value, reader, {
+      const pipe = {
         codec,
         strip: call.stripUsage ?? false,
         pingMs: call.protocol === "messages" ? d.options.pingIntervalMs : 0,
         usage,
         finish: record,
         abort: () => ac.abort(),
-      });
-      return new Response(body, {
-        status: res.status,
-        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" },
-      });
+      };
+      const headers = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
+      // The whole stream may already be here: the upstream declared its length and the
+      // first read holds all of it (a short answer, or an upstream that sends complete
+      // streams). It then goes out as one body, which costs the server far less than a
+      // JavaScript stream; anything else is piped as it arrives.
+      // (A compressed body's declared length is not that of the bytes read: not this path.)
+      if (!res.headers.has("content-encoding") && Number(res.headers.get("content-length") ?? Number.NaN) === first.value.byteLength) {
+        reader.cancel().catch(() => {});
+        return new Response(completeSse(first.value, pipe), { status: res.status, headers });
+      }
+      const body = pipeSse(first.value, reader, pipe);
+      return new Response(body, { status: res.status, headers });
     } catch (e) {
       settle();
       if (e instanceof ApiError) throw e;

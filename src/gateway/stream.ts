@@ -95,6 +95,28 @@ export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cance
   );
 }
 
+/**
+ * The whole stream, when all of it arrived with the first read: the same bytes `pipeSse`
+ * would send (usage read, usage chunk dropped when asked, an error event when the
+ * protocol's terminal event is missing), as one body. A byte body costs the server far
+ * less than a JavaScript stream, and short answers from fast upstreams are common.
+ */
+export function completeSse(body: Uint8Array, o: PipeOptions): Uint8Array {
+  const tap = new SseTap(o.codec, o.strip, o.usage);
+  const parts: Uint8Array[] = [];
+  const out = tap.push(body);
+  if (out) parts.push(out);
+  const rest = tap.flush();
+  if (rest) parts.push(rest);
+  let status = 200;
+  if (o.codec.hasTerminalEvent && !tap.terminal) {
+    parts.push(encoder.encode(o.codec.errorEvent(502, "upstream stream ended before completion")));
+    status = 502;
+  }
+  o.finish(status);
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+}
+
 function raceIdle<T>(p: Promise<T>, ms: number): Promise<T | typeof IDLE> {
   let timer: ReturnType<typeof setTimeout>;
   const idle = new Promise<typeof IDLE>((resolve) => {

@@ -11,7 +11,7 @@ export interface AuthCacheOptions {
 }
 
 /**
- * Key lookups for the hot path. A hit costs one SHA-256 and a Map lookup, no query.
+ * Key lookups for the hot path. A hit costs two Map lookups (the key's hash is remembered), no query.
  *
  * Threat: a revoked key must stop working at once. On this process, revocation evicts
  * the entry directly. Other processes sharing the database poll for rows whose
@@ -22,6 +22,12 @@ export interface AuthCacheOptions {
  */
 export class AuthCache {
   private readonly entries = new Map<string, KeyRecord | null>();
+  /**
+   * Plaintext -> SHA-256 of the keys seen recently, so a hit skips the hash. Only in this
+   * process's memory, which holds every presented key anyway while its request runs;
+   * never persisted or logged (at rest, keys exist only as hashes). Bounded like `entries`.
+   */
+  private readonly hashes = new Map<string, string>();
   private readonly inflight = new Map<string, Promise<KeyRecord | null>>();
   private watermark?: Date;
   private timer?: ReturnType<typeof setInterval>;
@@ -42,7 +48,7 @@ export class AuthCache {
 
   /** The key record for a plaintext key, or null when no such key exists. Sync on a hit. */
   lookup(plaintext: string): KeyRecord | null | Promise<KeyRecord | null> {
-    const hash = hashKey(plaintext);
+    const hash = this.hashOf(plaintext);
     const hit = this.entries.get(hash);
     if (hit !== undefined) return hit;
     let pending = this.inflight.get(hash);
@@ -57,6 +63,18 @@ export class AuthCache {
       this.inflight.set(hash, pending);
     }
     return pending;
+  }
+
+  private hashOf(plaintext: string): string {
+    // Threat: huge bogus credentials filling memory; only key-sized strings are remembered.
+    if (plaintext.length > 256) return hashKey(plaintext);
+    let hash = this.hashes.get(plaintext);
+    if (hash === undefined) {
+      hash = hashKey(plaintext);
+      if (this.hashes.size >= this.maxEntries) this.hashes.clear();
+      this.hashes.set(plaintext, hash);
+    }
+    return hash;
   }
 
   /**

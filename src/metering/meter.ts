@@ -1,3 +1,4 @@
+import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Catalog } from "../catalog";
 import type { Db } from "../db/client";
@@ -145,7 +146,7 @@ export class BatchingUsageMeter implements UsageMeter {
 
   private async write(batch: Queued[]): Promise<void> {
     const spend = new Map<string, number>();
-    const rows = batch.map((u) => {
+    const rows = batch.map((u): UsageRow => {
       const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
       // Priced by what actually ran upstream; the public name when the upstream id is unknown.
       const cost =
@@ -173,19 +174,16 @@ export class BatchingUsageMeter implements UsageMeter {
     });
     // Keys in a fixed order, so two processes updating the same keys lock them alike.
     const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
+    const client = (this.db as { $client?: unknown }).$client;
+    if (client instanceof PGlite) return writeEmbedded(client, rows, keys);
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
     await this.db.execute(sql`
       with inserted as (
-        insert into ${usageRecords} (id, organization_id, key_id, request_id, surface, public_model, upstream_model, provider,
-                                   input_tokens, output_tokens, cost, latency_ms, status, streamed, created_at)
-        select id, organization_id, key_id, request_id, surface, public_model, upstream_model, provider,
-               input_tokens, output_tokens, cost, latency_ms, status, streamed, created_at
-        from json_to_recordset(${JSON.stringify(rows)}::json) as r(
-          id text, organization_id text, key_id text, request_id text, surface text, public_model text, upstream_model text,
-          provider text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer,
-          streamed boolean, created_at timestamptz)
+        insert into ${usageRecords} (${sql.raw(COLUMNS.join(", "))})
+        select ${sql.raw(COLUMNS.join(", "))}
+        from json_to_recordset(${JSON.stringify(rows)}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
       )
       update api_keys as k set spent = k.spent + v.cost, updated_at = now()
@@ -194,12 +192,70 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 }
 
+type UsageRow = Record<(typeof COLUMNS)[number], string | number | boolean | null>;
+
+const COLUMNS = [
+  "id",
+  "organization_id",
+  "key_id",
+  "request_id",
+  "surface",
+  "public_model",
+  "upstream_model",
+  "provider",
+  "input_tokens",
+  "output_tokens",
+  "cost",
+  "latency_ms",
+  "status",
+  "streamed",
+  "created_at",
+] as const;
+const RECORD_TYPES =
+  "id text, organization_id text, key_id text, request_id text, surface text, public_model text, upstream_model text, provider text, " +
+  "input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
+
+/**
+ * The embedded database runs on this process's own thread, so its per-row cost is paid
+ * by every request: there the rows go in with COPY (about a third cheaper per row than
+ * unpacking a JSON parameter), then the spend, in one transaction.
+ */
+async function writeEmbedded(client: PGlite, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
+  let csv = "";
+  for (const r of rows) {
+    for (let i = 0; i < COLUMNS.length; i++) csv += (i ? "," : "") + csvField(r[COLUMNS[i]]);
+    csv += "\n";
+  }
+  await client.transaction(async (tx) => {
+    await tx.query(`copy usage_records (${COLUMNS.join(", ")}) from '/dev/blob' with (format csv)`, [], { blob: new Blob([csv]) });
+    if (keys.length)
+      await tx.query(
+        `update api_keys as k set spent = k.spent + v.cost, updated_at = now()
+         from json_to_recordset($1::json) as v(id text, cost numeric) where k.id = v.id`,
+        [JSON.stringify(keys)],
+      );
+  });
+}
+
+/** CSV as COPY reads it: unquoted empty is NULL; text is always quoted, so "" is an empty string. */
+function csvField(v: string | number | boolean | null): string {
+  if (v === null) return "";
+  if (typeof v === "string") return `"${v.replaceAll('"', '""')}"`;
+  if (typeof v === "number") return Number.isFinite(v) ? String(v) : "";
+  return String(v);
+}
+
 function int(n: unknown): number {
   const v = Math.round(Number(n));
   return Number.isFinite(v) ? Math.min(INT4_MAX, Math.max(0, v)) : 0;
 }
 
+/**
+ * Also makes the text storable: PostgreSQL text holds no NUL, and a clip can split a
+ * surrogate pair; either would fail every retry of the batch the record is in.
+ */
 function clip(s: string | undefined): string | undefined {
   if (s === undefined || s === null) return undefined;
-  return s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s;
+  const t = (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s).toWellFormed();
+  return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }

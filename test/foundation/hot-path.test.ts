@@ -62,13 +62,18 @@ test("the access log has a line for every request, also those refused on the wai
   const app: { handle(r: Request): Promise<Response> } = new Elysia().use(corePlugin(deps)).use(noop.routes());
   const ok = await app.handle(new Request("http://127.0.0.1/noop", { headers: { authorization: "Bearer sk-known" } }));
   const refused = await app.handle(new Request("http://127.0.0.1/noop", { headers: { authorization: "Bearer sk-nope" } }));
-  expect([ok.status, refused.status]).toEqual([200, 401]);
-  await Bun.sleep(20); // after-response hooks run on the next turn of the event loop
+  const missing = await app.handle(new Request("http://127.0.0.1/noop"));
+  const unknown = await app.handle(new Request("http://127.0.0.1/nothing-here"));
+  expect([ok.status, refused.status, missing.status, unknown.status]).toEqual([200, 401, 401, 404]);
+  await Bun.sleep(20);
   const access = lines.filter((l) => l.msg === "request");
-  // One line each (order: the refusal is logged at once, the answer after the response).
-  expect(access.map((l) => [l.path, l.status, l.org]).sort()).toEqual([
+  // Exactly one line each: answered, refused on the waiting path, refused at once, no route.
+  expect(access.map((l) => [l.path, l.status, l.org ?? null]).sort()).toEqual([
     ["/noop", 200, "org_1"],
-    ["/noop", 401, undefined],
+    ["/noop", 401, null],
+    ["/noop", 401, null],
+    ["/nothing-here", 404, null],
   ]);
-  expect(access.find((l) => l.status === 401)!.requestId).toBe(refused.headers.get("x-request-id"));
+  for (const l of access) expect(typeof l.durationMs === "number" && typeof l.time === "string" && l.level === "info").toBe(true);
+  expect(access.map((l) => l.requestId).sort()).toEqual([ok, refused, missing, unknown].map((r) => r.headers.get("x-request-id")).sort());
 });

@@ -17,6 +17,7 @@ let key: string;
 let keyId: string;
 let openai: OpenAI;
 let flaky: ReturnType<typeof startClosingUpstream>;
+let complete: ReturnType<typeof startCompleteStreamUpstream>;
 
 /**
  * A raw HTTP/1.1 upstream that answers the first request of each connection (keep-alive)
@@ -53,6 +54,38 @@ function startClosingUpstream() {
   return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
 }
 
+/**
+ * An upstream that sends each stream complete, with a Content-Length, in one write (what
+ * some servers and caches do): the gateway answers it as one body instead of piping it.
+ * The messages stream ends without `message_stop` when asked to ("truncated" in the text).
+ */
+function startCompleteStreamUpstream() {
+  const chunk = (o: object) => `data: ${JSON.stringify({ id: "chatcmpl-c", object: "chat.completion.chunk", created: 1, model: "m", ...o })}\n\n`;
+  const chat =
+    chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "all " }, finish_reason: null }] }) +
+    chunk({ choices: [{ index: 0, delta: { content: "at once" }, finish_reason: "stop" }] }) +
+    chunk({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 } }) +
+    "data: [DONE]\n\n";
+  const ev = (name: string, o: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...o })}\n\n`;
+  const messages = (truncated: boolean) =>
+    ev("message_start", { message: { id: "msg_c", type: "message", role: "assistant", content: [], model: "m", stop_reason: null, stop_sequence: null, usage: { input_tokens: 7, output_tokens: 0 } } }) +
+    ev("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
+    ev("content_block_delta", { index: 0, delta: { type: "text_delta", text: "complete" } }) +
+    ev("content_block_stop", { index: 0 }) +
+    ev("message_delta", { delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 3 } }) +
+    (truncated ? "" : ev("message_stop", {}));
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      const body = await req.text();
+      const text = new URL(req.url).pathname.endsWith("/messages") ? messages(body.includes("truncated")) : chat;
+      return new Response(text, { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) };
+}
+
 const hits = (mock: LLMock, text: string) =>
   mock.getRequests().filter((r) => JSON.stringify(r.body ?? "").includes(text)).length;
 
@@ -60,6 +93,7 @@ beforeAll(async () => {
   primary = await startUpstream();
   secondary = await startUpstream();
   flaky = startClosingUpstream();
+  complete = startCompleteStreamUpstream();
   primary.onMessage("fallback on 500", { error: { message: "primary broke", type: "server_error" }, status: 500 });
   primary.onMessage("fallback on 429", { error: { message: "slow down", type: "rate_limit_error" }, status: 429 });
   primary.onMessage("always failing", { error: { message: "primary broke", type: "server_error" }, status: 500 });
@@ -78,6 +112,8 @@ beforeAll(async () => {
       secondary: { plugin: "openai", apiKey: "k2", baseURL: `${secondary.url}/v1` },
       dead: { plugin: "openai", apiKey: "k3", baseURL: "http://127.0.0.1:1/v1" },
       flaky: { plugin: "openai", apiKey: "k6", baseURL: `${flaky.url}/v1` },
+      complete: { plugin: "openai", apiKey: "k7", baseURL: `${complete.url}/v1` },
+      "claude-complete": { plugin: "anthropic", apiKey: "k8", baseURL: complete.url },
       claude: { plugin: "anthropic", apiKey: "k4", baseURL: primary.url },
       "claude-picky": { plugin: "anthropic", apiKey: "k5", baseURL: secondary.url, betas: ["known-beta"], unsupportedBetas: "skip" },
     },
@@ -88,6 +124,10 @@ beforeAll(async () => {
       "cooling": [{ provider: "primary", model: "cool" }, { provider: "secondary", model: "cool" }],
       "dead-only": [{ provider: "dead", model: "m" }],
       "flaky-only": [{ provider: "flaky", model: "m" }],
+      "complete-chat": [{ provider: "complete", model: "m" }],
+      "complete-usage": [{ provider: "complete", model: "m" }],
+      "complete-messages": [{ provider: "claude-complete", model: "m" }],
+      "complete-truncated": [{ provider: "claude-complete", model: "m" }],
       "broken-only": [{ provider: "primary", model: "broken" }],
       slow: [{ provider: "primary", model: "slow" }],
       trunc: [{ provider: "primary", model: "trunc" }, { provider: "secondary", model: "trunc" }],
@@ -111,6 +151,7 @@ afterAll(async () => {
   await primary?.stop();
   await secondary?.stop();
   flaky?.stop();
+  complete?.stop();
 });
 
 const chat = (model: string, content: string) => openai.chat.completions.create({ model, messages: [{ role: "user", content }] });
@@ -185,6 +226,49 @@ describe("fallback before the first byte", () => {
 });
 
 describe("streams", () => {
+  test("a stream the upstream sent complete goes out as one body: same events, usage chunk dropped unless asked, usage recorded", async () => {
+    const post = (model: string, extra: object = {}) =>
+      svc.fetch("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }], stream: true, ...extra }),
+      });
+    const res = await post("complete-chat");
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const text = await res.text();
+    expect(Number(res.headers.get("content-length"))).toBe(Buffer.byteLength(text));
+    expect(text).not.toContain('"usage"');
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    const asked = await (await post("complete-usage", { stream_options: { include_usage: true } })).text();
+    expect(asked).toContain('"prompt_tokens":12');
+    // The SDK reads it like any stream.
+    let said = "";
+    for await (const c of await openai.chat.completions.create({ model: "complete-chat", messages: [{ role: "user", content: "hi" }], stream: true })) said += c.choices[0]?.delta?.content ?? "";
+    expect(said).toBe("all at once");
+    for (const model of ["complete-chat", "complete-usage"]) {
+      const row = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === model));
+      expect([row.status, row.inputTokens, row.outputTokens, row.streamed]).toEqual([200, 12, 9, true]);
+    }
+  });
+
+  test("a complete messages stream without its terminal event gets the error event, and is recorded as failed", async () => {
+    const anthropic = new Anthropic({ baseURL: svc.url, apiKey: key, maxRetries: 0 });
+    const fine = await anthropic.messages.stream({ model: "complete-messages", max_tokens: 16, messages: [{ role: "user", content: "hi" }] }).finalMessage();
+    expect(fine.content[0]).toMatchObject({ type: "text", text: "complete" });
+    const res = await svc.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ model: "complete-truncated", max_tokens: 16, stream: true, messages: [{ role: "user", content: "truncated" }] }),
+    });
+    const events = (await res.text()).split("\n\n").filter(Boolean);
+    expect(events.at(-1)).toContain("event: error");
+    expect(events.at(-1)).toContain("upstream stream ended before completion");
+    const row = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === "complete-truncated"));
+    expect([row.status, row.inputTokens, row.outputTokens]).toEqual([502, 7, 3]);
+    const ok = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === "complete-messages"));
+    expect(ok.status).toBe(200);
+  });
+
   test("a failure after the stream started arrives as an in-stream error event", async () => {
     const stream = await openai.chat.completions.create({ model: "trunc", messages: [{ role: "user", content: "cut me off" }], stream: true });
     let text = "";

@@ -138,6 +138,23 @@ test("hostile or broken values are clipped instead of breaking the batch", async
   expect(rows[0]).toMatchObject({ input_tokens: 0, output_tokens: 2_147_483_647, latency_ms: 0, status: 429 });
 });
 
+test("model names with CSV and JSON specials, NUL and a split surrogate pair are stored as given (minus NUL)", async () => {
+  const org = await svc.org();
+  const { id: keyId } = await svc.key(org);
+  const meter = usageMeterFor(s());
+  const odd = 'a,"b"\n\\c\td;\'e\'';
+  meter.record(rec(org, keyId, { requestId: "odd", publicModel: odd, upstreamModel: "x\u0000y", provider: "" }));
+  // 255 ASCII characters and an emoji: the 256-character clip cuts the pair in half.
+  meter.record(rec(org, keyId, { requestId: "split", publicModel: "m".repeat(255) + "\u{1F600}", upstreamModel: undefined, provider: undefined, cost: Number.NaN }));
+  await meter.flush();
+  expect(meter.pending()).toBe(0);
+  const rows = await usageRows(keyId);
+  expect(rows.map((r) => [r.request_id, r.public_model, r.upstream_model, r.provider])).toEqual([
+    ["odd", odd, "xy", ""],
+    ["split", "m".repeat(255) + "\uFFFD", null, null],
+  ]);
+});
+
 test("records without an organization or key are refused at record time, not written", async () => {
   const org = await svc.org();
   const { id: keyId } = await svc.key(org);
