@@ -10,11 +10,21 @@ export interface Child {
 }
 
 /** Starts `bun <script>` and waits for its "READY <url> <token>" line (stdout or stderr). */
-export async function startChild(script: string, env: Record<string, string>, opts: { ignoreStdout?: boolean } = {}): Promise<Child> {
+/**
+ * `taskset -c <cpus>` before a command, so a server and its load generator each get their
+ * own cores (less noise on a small machine); nothing when no cpus are given.
+ */
+export function pinned(cpus: string | undefined): string[] {
+  if (!cpus) return [];
+  if (!Bun.which("taskset")) throw new Error("taskset is not installed: apt-get install -y util-linux");
+  return ["taskset", "-c", cpus];
+}
+
+export async function startChild(script: string, env: Record<string, string>, opts: { ignoreStdout?: boolean; cpus?: string } = {}): Promise<Child> {
   // ignoreStdout: the child's stdout (e.g. access logs) goes to /dev/null instead of being
   // read by this process, which would otherwise compete for the CPU being measured; the
   // READY line must then come on stderr.
-  const proc = Bun.spawn(["bun", script], { env: { ...process.env, ...env }, stdout: opts.ignoreStdout ? "ignore" : "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...pinned(opts.cpus), "bun", script], { env: { ...process.env, ...env }, stdout: opts.ignoreStdout ? "ignore" : "pipe", stderr: "pipe" });
   let seen = "";
   const ready = new Promise<[string, string]>((resolve, reject) => {
     const scan = async (stream: ReadableStream<Uint8Array>, keep: boolean) => {
@@ -56,9 +66,9 @@ export interface WrkResult {
 }
 
 /** Runs wrk (Debian package `wrk`) against a URL; fails with the package name when missing. */
-export async function wrk(url: string, opts: { connections: number; seconds: number; threads?: number; headers?: Record<string, string> }): Promise<WrkResult> {
+export async function wrk(url: string, opts: { connections: number; seconds: number; threads?: number; headers?: Record<string, string>; cpus?: string }): Promise<WrkResult> {
   if (!Bun.which("wrk")) throw new Error("wrk is not installed: apt-get install -y wrk (Debian package wrk)");
-  const args = ["wrk", "--latency", "-t", String(opts.threads ?? 1), "-c", String(opts.connections), "-d", `${opts.seconds}s`];
+  const args = [...pinned(opts.cpus), "wrk", "--latency", "-t", String(opts.threads ?? 1), "-c", String(opts.connections), "-d", `${opts.seconds}s`];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push("-H", `${k}: ${v}`);
   args.push(url);
   const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });

@@ -19,6 +19,16 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "session.status_running",
     "session.status_idle",
     "session.error",
+    // Beyond the spec's table: the other session event kinds of the managed-agents API that
+    // the agent loop records (src/agents), so a webhook can subscribe to them by name too
+    // (and not only by subscribing to everything).
+    "agent.custom_tool_use",
+    "agent.mcp_tool_use",
+    "agent.mcp_tool_result",
+    "user.custom_tool_result",
+    "user.tool_confirmation",
+    "user.interrupt",
+    "session.status_terminated",
   ],
   // Only the asynchronous image, video and audio generation outcomes exist for models.
   model: ["model.generation.completed", "model.generation.failed", "model.generation.timeout"],

@@ -107,6 +107,12 @@ describe("registration validation", () => {
     const session = await create({ name: "s", url: "https://public.example/".replace("public.example", "93.184.216.34"), resourceType: "session", events: ["agent.message", "agent.message", "session.error"] });
     expect(session.status).toBe(201);
     expect(session.body.events).toEqual(["agent.message", "session.error"]);
+    // The managed-agents kinds the agent loop records are subscribable by name as well.
+    const sdkKinds = ["agent.custom_tool_use", "agent.mcp_tool_use", "agent.mcp_tool_result", "user.custom_tool_result", "user.tool_confirmation", "user.interrupt", "session.status_terminated"];
+    const more = await create({ name: "s2", url: "https://93.184.216.34/", resourceType: "session", events: sdkKinds });
+    expect(more.status).toBe(201);
+    expect(more.body.events).toEqual(sdkKinds);
+    expect((await create({ name: "s3", url: "https://93.184.216.34/", events: ["user.interrupt"] })).body.error).toMatch(/belongs to resourceType session, not sandbox/);
     const empty = await create({ name: "e", url: "https://93.184.216.34/", signatureSecret: "", enabled: false });
     expect(empty.body.signatureSecret).toStartWith("whsec_");
     expect(empty.body.enabled).toBe(false);
