@@ -5,38 +5,41 @@ import { randomBytes } from "node:crypto";
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 
 let lastTime = -1;
-let lastRand: number[] = [];
+let lastTs = "";
+let lastRand = "";
 
 /**
  * `<prefix><10 chars of ms timestamp><16 chars of randomness>`, e.g. `sbx_01jd2...`.
  * Monotonic within the process: ids made in the same millisecond (a batch) reuse the
- * timestamp and increment the random part, so they still sort in creation order.
+ * timestamp and increment the random part, so they still sort in creation order. The
+ * timestamp text and fresh randomness are made once per millisecond (usage rows take an
+ * id each, thousands per second).
  */
 export function newId(prefix: string): string {
-  let time = Date.now();
-  let digits: number[];
-  if (time <= lastTime) {
-    time = lastTime;
-    digits = increment(lastRand);
+  const time = Date.now();
+  if (time > lastTime) {
+    lastTime = time;
+    lastTs = encodeTime(time);
+    lastRand = randomDigits();
   } else {
-    digits = randomDigits();
+    lastRand = increment(lastRand);
   }
-  lastTime = time;
-  lastRand = digits;
+  return prefix + lastTs + lastRand;
+}
+
+function encodeTime(time: number): string {
   let ts = "";
   for (let i = 0; i < 10; i++) {
     ts = ALPHABET[time % 32] + ts;
     time = Math.floor(time / 32);
   }
-  let rand = "";
-  for (const d of digits) rand += ALPHABET[d];
-  return prefix + ts + rand;
+  return ts;
 }
 
 /** 80 random bits as 16 base-32 digits. */
-function randomDigits(): number[] {
+function randomDigits(): string {
   const bytes = randomBytes(10);
-  const out: number[] = [];
+  let out = "";
   let acc = 0;
   let bits = 0;
   for (const b of bytes) {
@@ -44,7 +47,7 @@ function randomDigits(): number[] {
     bits += 8;
     while (bits >= 5) {
       bits -= 5;
-      out.push((acc >> bits) & 31);
+      out += ALPHABET[(acc >> bits) & 31];
     }
     acc &= (1 << bits) - 1;
   }
@@ -52,14 +55,10 @@ function randomDigits(): number[] {
 }
 
 /** The next base-32 number; on the (2^-80-unlikely) overflow, fresh randomness. */
-function increment(digits: number[]): number[] {
-  const out = digits.slice();
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i] < 31) {
-      out[i]++;
-      return out;
-    }
-    out[i] = 0;
+function increment(digits: string): string {
+  for (let i = digits.length - 1; i >= 0; i--) {
+    const d = ALPHABET.indexOf(digits[i]);
+    if (d < 31) return digits.slice(0, i) + ALPHABET[d + 1] + "0".repeat(digits.length - 1 - i);
   }
   return randomDigits();
 }
