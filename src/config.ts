@@ -41,7 +41,7 @@ export class ConfigError extends Error {}
 const LOG_LEVELS: LogLevel[] = ["debug", "info", "warn", "error", "silent"];
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const port = intVar(env, "PORT", 8080);
+  const port = intSetting(env, "PORT", 8080);
   const dataDir = resolve(env.DATA_DIR || "./data");
   const logLevel = (env.LOG_LEVEL || "info").toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -62,7 +62,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pluginsDir: env.PLUGINS_DIR ? resolve(env.PLUGINS_DIR) : undefined,
     logLevel,
     bootstrap: !isFalse(env.BOOTSTRAP),
-    bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 10 * 1024 * 1024),
+    bodyLimitBytes: intSetting(env, "BODY_LIMIT_BYTES", 10 * 1024 * 1024),
     file: configFilePath ? readConfigFile(configFilePath) : {},
     configFilePath,
     env,
@@ -80,11 +80,18 @@ function readConfigFile(path: string): ConfigFile {
   }
 }
 
-function intVar(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
+/**
+ * An integer setting: `fallback` when unset or blank, otherwise an integer of at least
+ * `min`. Anything else stops start-up with a ConfigError naming the variable, never a
+ * silent fallback that would hide a typo.
+ */
+export function intSetting(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
+  const raw = env[name]?.trim();
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer (got "${raw}")`);
+  if (!Number.isInteger(n) || n < min) {
+    throw new ConfigError(`${name} must be ${min === 0 ? "a non-negative integer" : `an integer >= ${min}`} (got "${raw}")`);
+  }
   return n;
 }
 

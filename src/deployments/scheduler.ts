@@ -1,4 +1,5 @@
 import { and, asc, eq, isNull, lte, notInArray } from "drizzle-orm";
+import { intSetting } from "../config";
 import type { Services } from "../services";
 import { clockOf } from "./clock";
 import { latestDue, nextAfter, scheduleOf } from "./cron";
@@ -12,13 +13,8 @@ export interface SchedulerOptions {
   pauseAfter: number;
 }
 
-function int(v: string | undefined, dflt: number, min: number): number {
-  const n = Number(v);
-  return v !== undefined && Number.isInteger(n) && n >= min ? n : dflt;
-}
-
 export function schedulerOptions(env: Record<string, string | undefined>): SchedulerOptions {
-  return { pollMs: int(env.DEPLOYMENT_SCHEDULER_POLL_MS, 1000, 10), pauseAfter: int(env.DEPLOYMENT_PAUSE_AFTER_FAILURES, 1, 1) };
+  return { pollMs: intSetting(env, "DEPLOYMENT_SCHEDULER_POLL_MS", 1000, 10), pauseAfter: intSetting(env, "DEPLOYMENT_PAUSE_AFTER_FAILURES", 1, 1) };
 }
 
 const BATCH = 50;

@@ -14,6 +14,7 @@
  */
 import { hostname } from "node:os";
 import { sql } from "drizzle-orm";
+import { intSetting } from "../config";
 import type { Db } from "../db/client";
 import { rowsOf } from "../db/client";
 import type { Logger } from "../log";
@@ -44,23 +45,15 @@ export function parseDuration(s: string): number {
   return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as "ms"]);
 }
 
-function intEnv(env: Record<string, string | undefined>, name: string, fallback: number, min = 1): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min} (got "${raw}")`);
-  return n;
-}
-
 export function deliverySettingsFromEnv(env: Record<string, string | undefined>): DeliverySettings {
   const schedule = (env.EVENTS_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE).split(",").filter((x) => x.trim());
   return {
-    timeoutMs: intEnv(env, "EVENTS_DELIVERY_TIMEOUT_MS", 10_000),
+    timeoutMs: intSetting(env, "EVENTS_DELIVERY_TIMEOUT_MS", 10_000, 1),
     retryScheduleMs: schedule.map(parseDuration),
     jitter: 0.2,
-    concurrency: intEnv(env, "EVENTS_DELIVERY_CONCURRENCY", 256),
-    perReceiver: intEnv(env, "EVENTS_RECEIVER_CONCURRENCY", 16),
-    pollMs: intEnv(env, "EVENTS_POLL_MS", 1000),
+    concurrency: intSetting(env, "EVENTS_DELIVERY_CONCURRENCY", 256, 1),
+    perReceiver: intSetting(env, "EVENTS_RECEIVER_CONCURRENCY", 16, 1),
+    pollMs: intSetting(env, "EVENTS_POLL_MS", 1000, 1),
   };
 }
 

@@ -1,4 +1,4 @@
-import { ConfigError } from "../config";
+import { ConfigError, intSetting } from "../config";
 import { DEFAULT_RETRY_SCHEDULE, parseDuration } from "../events/delivery";
 
 /** Settings of asynchronous generation, from the environment (README: Asynchronous generation). */
@@ -44,14 +44,6 @@ function duration(env: Record<string, string | undefined>, name: string, fallbac
   }
 }
 
-function int(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${name} must be an integer >= 1 (got "${raw}")`);
-  return n;
-}
-
 export function generationSettings(env: Record<string, string | undefined>): GenerationSettings {
   const publicUrl = env.PUBLIC_URL?.replace(/\/+$/, "") || undefined;
   if (publicUrl && !/^https?:\/\/[^/]+$/.test(publicUrl)) throw new ConfigError(`PUBLIC_URL must be an origin like https://gateway.example.com (got "${publicUrl}")`);
@@ -60,11 +52,11 @@ export function generationSettings(env: Record<string, string | undefined>): Gen
   const schedule = (env.GENERATION_CALLBACK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE).split(",").filter((x) => x.trim());
   return {
     timeoutMs: duration(env, "GENERATION_TIMEOUT", "15m"),
-    workers: int(env, "GENERATION_WORKERS", 8),
+    workers: intSetting(env, "GENERATION_WORKERS", 8, 1),
     leaseMs: duration(env, "GENERATION_LEASE", "5m"),
     pollMs: duration(env, "GENERATION_POLL", "1s"),
     upstreamPollMs: duration(env, "GENERATION_UPSTREAM_POLL", "5s"),
-    maxAttempts: int(env, "GENERATION_MAX_ATTEMPTS", 3),
+    maxAttempts: intSetting(env, "GENERATION_MAX_ATTEMPTS", 3, 1),
     retryBackoffMs: duration(env, "GENERATION_RETRY_BACKOFF", "1s"),
     // Below the HTTP server's idle timeout (255 s), which would cut a silent response off.
     syncWaitMs: Math.min(duration(env, "GENERATION_SYNC_WAIT", "240s"), 250_000),

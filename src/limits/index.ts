@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../../plugins/errors";
 import type { RouteModule } from "../app";
-import { ConfigError } from "../config";
+import { intSetting } from "../config";
 import type { Services } from "../services";
 import { RedisRateLimiter } from "./redis";
 import { type LimitVerdict, LocalRateLimiter, type RateLimiter } from "./window";
@@ -20,11 +20,7 @@ const refused = (verdict: Exclude<LimitVerdict, null>) => new ApiError(429, RATE
 
 /** RATE_LIMIT_RPM: the platform-wide cap in requests per minute (0 or unset: none). */
 export function globalLimitFrom(env: Record<string, string | undefined>): number {
-  const raw = env.RATE_LIMIT_RPM;
-  if (raw === undefined || raw === "") return 0;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`RATE_LIMIT_RPM must be a non-negative integer (got "${raw}")`);
-  return n;
+  return intSetting(env, "RATE_LIMIT_RPM", 0);
 }
 
 /** The limiter the configuration asks for: shared through Redis with REDIS_URL, in-process otherwise. */
