@@ -20,6 +20,7 @@ import { rowsOf } from "../db/client";
 import type { Logger } from "../log";
 import { type EgressPolicy, safePost } from "./egress";
 import { DELIVERY_CHANNEL, type EventEnvelope, type ResourceType } from "./record";
+import { type SecretBox, secretBox } from "./secrets";
 import { deliveryHeaders } from "./signing";
 
 export interface DeliverySettings {
@@ -62,7 +63,7 @@ interface Claimed {
   attempt: number;
   webhookId: string;
   url: string;
-  secret: string;
+  secret: string | undefined;
   envelope: EventEnvelope;
 }
 
@@ -101,6 +102,8 @@ export class DeliveryWorker {
     private egress: EgressPolicy,
     private settings: DeliverySettings,
     private log: Logger,
+    /** Opens the signing secrets sealed at rest (secrets.ts). */
+    private secrets: SecretBox = secretBox(undefined),
   ) {}
 
   async start(): Promise<void> {
@@ -210,7 +213,7 @@ export class DeliveryWorker {
         attempt: Number(r.attempts),
         webhookId: String(r.webhook_id),
         url: String(r.url),
-        secret: String(r.signature_secret),
+        secret: this.openSecret(String(r.signature_secret), String(r.webhook_id)),
         envelope: {
           id: String(r.event_id),
           resourceType: r.resource_type as ResourceType,
@@ -229,11 +232,25 @@ export class DeliveryWorker {
     return rows.length;
   }
 
+  /** The secret in the clear, or undefined when it does not open (the attempt then fails, and says why). */
+  private openSecret(stored: string, webhookId: string): string | undefined {
+    try {
+      return this.secrets.open(stored, webhookId);
+    } catch (e) {
+      this.log.error("webhook delivery: the signing secret does not decrypt (SECRETS_KEY changed?)", { webhook: webhookId, err: String(e) });
+      return undefined;
+    }
+  }
+
   private async deliver(job: Claimed): Promise<void> {
     const started = new Date();
     // Serialised once; these exact bytes are signed and sent.
     const body = this.encoder.encode(JSON.stringify(job.envelope));
-    const result = await safePost(job.url, body, deliveryHeaders(job.secret, job.envelope.id, body), this.egress, { timeoutMs: this.settings.timeoutMs });
+    const secret = job.secret;
+    const result =
+      secret === undefined
+        ? { ok: false, error: "the webhook's signing secret could not be decrypted (SECRETS_KEY)", latencyMs: 0, status: undefined }
+        : await safePost(job.url, body, deliveryHeaders(secret, job.envelope.id, body), this.egress, { timeoutMs: this.settings.timeoutMs });
     const schedule = this.settings.retryScheduleMs;
     const final = !result.ok && job.attempt > schedule.length;
     const base = schedule[Math.min(job.attempt, schedule.length) - 1] ?? 0;

@@ -7,6 +7,7 @@ import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
 import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";
 import { egressPolicyFromEnv } from "./egress";
+import { sealStoredSecrets, secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
 import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";
 
@@ -100,7 +101,7 @@ function deliveryCursor(cursor: string | undefined): number | undefined {
 }
 
 export function eventsRoutes(s: Services) {
-  const repo = new WebhookRepository(s.db, egressPolicyFromEnv(s.config.env));
+  const repo = new WebhookRepository(s.db, egressPolicyFromEnv(s.config.env), secretBoxFor(s));
   const tags = ["events"];
   const listEvents = async (organizationId: string, query: { limit?: number; cursor?: string }, sandboxId?: string) => {
     const { rows, more } = await listSandboxEvents(s.db, organizationId, { sandboxId, limit: query.limit ?? 50, before: eventCursor(query.cursor) });
@@ -209,7 +210,9 @@ export const eventsModule: RouteModule = {
   surfaces: [eventsSurface],
   routes: eventsRoutes,
   async start(s) {
-    const worker = new DeliveryWorker(s.db, egressPolicyFromEnv(s.config.env), deliverySettingsFromEnv(s.config.env), s.log);
+    const secrets = secretBoxFor(s);
+    await sealStoredSecrets(s.db, secrets, s.log);
+    const worker = new DeliveryWorker(s.db, egressPolicyFromEnv(s.config.env), deliverySettingsFromEnv(s.config.env), s.log, secrets);
     await worker.start();
     return () => worker.stop();
   },

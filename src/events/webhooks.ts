@@ -6,6 +6,7 @@ import { checkTarget, EgressRefused, type EgressPolicy } from "./egress";
 import { EVENT_KINDS, isResourceType, RESOURCE_TYPES, resourceTypeOfKind } from "./kinds";
 import type { ResourceType } from "./record";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema";
+import { type SecretBox, secretBox } from "./secrets";
 import { generateSecret } from "./signing";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -69,25 +70,29 @@ export class WebhookRepository {
   constructor(
     private db: Db,
     private egress: EgressPolicy,
+    /** Seals signing secrets at rest (secrets.ts); without one they are stored as given. */
+    private secrets: SecretBox = secretBox(undefined),
   ) {}
 
   async create(organizationId: string, input: WebhookInput & { signatureSecret?: string }): Promise<{ row: WebhookRow; secret: string }> {
     if (input.name === undefined) throw new ApiError(400, "name is required");
     if (input.url === undefined) throw new ApiError(400, "url is required");
     const resourceType = checkResourceType(input.resourceType ?? "sandbox");
+    const id = newId("wh_");
+    // Omitted or empty: generated. A client-supplied value is accepted as it is.
+    const secret = input.signatureSecret ? input.signatureSecret : generateSecret();
     const values = {
-      id: newId("wh_"),
+      id,
       organizationId,
       name: checkName(input.name),
       url: await checkUrl(input.url, this.egress),
       resourceType,
       events: checkEvents(resourceType, input.events ?? []),
       enabled: input.enabled ?? true,
-      // Omitted or empty: generated. A client-supplied value is accepted as it is.
-      signatureSecret: input.signatureSecret ? input.signatureSecret : generateSecret(),
+      signatureSecret: this.secrets.seal(secret, id),
     };
     const [row] = await this.db.insert(webhooks).values(values).returning();
-    return { row, secret: values.signatureSecret };
+    return { row, secret };
   }
 
   async list(organizationId: string): Promise<WebhookRow[]> {
