@@ -70,10 +70,9 @@ export function corePlugin(deps: CoreDeps) {
    * rare path that must wait (a key-cache miss, a shared rate-limit counter) `early`
    * is a promise of the whole response.
    */
-  const admit = (request: Request, set: { headers: Record<string, string | number> }): Admission => {
+  const admit = (request: Request): Admission => {
     const resumed = admitted.get(request);
     const c: Admission = { startedAt: resumed ? resumed.startedAt : performance.now(), requestId: resumed ? resumed.requestId : requestIdFor(request), surface: OPEN_SURFACE, auth: undefined, early: undefined, error: undefined };
-    set.headers["x-request-id"] = c.requestId;
     const url = request.url;
     const pathStart = url.indexOf("/", url.indexOf("//") + 2);
     const queryStart = url.indexOf("?", pathStart);
@@ -156,7 +155,7 @@ export function corePlugin(deps: CoreDeps) {
     //   itself to a function makes Elysia prepare everything for every route (headers
     //   object, cookies, query, server).
     .onRequest(function admitRequest(c) {
-      const a = admit(c.request, c.set);
+      const a = admit(c.request);
       c.startedAt = a.startedAt;
       c.requestId = a.requestId;
       c.surface = a.surface;
@@ -170,20 +169,32 @@ export function corePlugin(deps: CoreDeps) {
       if (err.status >= 500) log.error("request failed", { requestId: (c as { requestId?: string }).requestId, err: c.error });
       c.set.status = err.status;
       c.set.headers["content-type"] = "application/json";
+      const requestId = (c as { requestId?: string }).requestId;
+      if (requestId) c.set.headers["x-request-id"] = requestId;
       if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId);
       return errorBody(surface.family, err);
     });
-  // Access log only when it would be written: the hooks have a per-request cost of their own.
-  // Written when the handler has produced its response (onAfterHandle, synchronous) or
-  // its error (onError), not after the response is sent: an after-response hook costs a
-  // setImmediate and an async closure per request. For a stream the line therefore marks
-  // when its status and headers were decided, not when it ended.
-  if (accessLog) {
-    core.onAfterHandle({ as: "global" }, function logHandled({ request, path, set, responseValue, requestId, startedAt, auth }) {
-      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
-      logAccess(requestId, request.method, path, status, startedAt, auth?.organizationId);
-    });
-  }
+  // X-Request-ID goes on the response here, once the handler has produced it (errors get it
+  // in onError, refusals on the waiting path in `later`). Not through `set.headers` up
+  // front: Elysia copies a handler's own Response into a new one (new headers, the body
+  // re-wrapped) whenever `set.headers` is not empty, which cost the model gateway, whose
+  // handlers all return a Response, about 7 us per request. A Response with immutable
+  // headers (handed through from a fetch) takes the copying path instead.
+  // The access log line is written here too when enabled: synchronously, when the handler
+  // has produced its response (for a stream: its status and headers), not after it was
+  // sent (an after-response hook costs a setImmediate and an async closure per request).
+  core.onAfterHandle({ as: "global" }, function stampResponse({ request, path, set, responseValue, requestId, startedAt, auth }) {
+    if (responseValue instanceof Response) {
+      try {
+        responseValue.headers.set("x-request-id", requestId);
+      } catch {
+        set.headers["x-request-id"] = requestId;
+      }
+    } else {
+      set.headers["x-request-id"] = requestId;
+    }
+    if (accessLog) logAccess(requestId, request.method, path, responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200, startedAt, auth?.organizationId);
+  });
   return core;
 }
 

@@ -218,6 +218,13 @@ describe("cross-cutting", () => {
       const res = await svc.fetch(p);
       expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
     }
+    // Routes that return a Response of their own keep its status, body and headers.
+    const auth = { authorization: `Bearer ${keyA.key}` };
+    const own = await svc.fetch("/probe/flat/own-response", { headers: auth });
+    expect([own.status, await own.text(), own.headers.get("x-own")]).toEqual([201, "own", "1"]);
+    expect(own.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
+    const both = await svc.fetch("/probe/flat/own-and-set", { headers: { ...auth, "x-request-id": "trace-own" } });
+    expect([both.status, await both.text(), both.headers.get("x-own"), both.headers.get("x-set"), both.headers.get("x-request-id")]).toEqual([200, "own", "1", "2", "trace-own"]);
     const echoed = await svc.fetch("/healthz", { headers: { "x-request-id": "trace-123.abc" } });
     expect(echoed.headers.get("x-request-id")).toBe("trace-123.abc");
     const forged = await svc.fetch("/healthz", { headers: { "x-request-id": 'bad"id\\n{}' } });

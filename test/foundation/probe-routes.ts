@@ -35,7 +35,14 @@ export const probeModule: RouteModule = {
           throw new Error("secret internal detail");
         }) as unknown as typeof app;
     }
-    return app;
+    // Handlers that return their own Response (the model gateway's do), with and without
+    // headers set on the context as well.
+    return app
+      .get("/probe/flat/own-response", () => new Response("own", { status: 201, headers: { "x-own": "1" } }))
+      .get("/probe/flat/own-and-set", ({ set }) => {
+        set.headers["x-set"] = "2";
+        return new Response("own", { headers: { "x-own": "1" } });
+      });
   },
 };
 
