@@ -9,7 +9,6 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Starts `bun <script>` and waits for its "READY <url> <token>" line (stdout or stderr). */
 /**
  * `taskset -c <cpus>` before a command, so a server and its load generator each get their
  * own cores (less noise on a small machine); nothing when no cpus are given.
@@ -20,6 +19,7 @@ export function pinned(cpus: string | undefined): string[] {
   return ["taskset", "-c", cpus];
 }
 
+/** Starts `bun <script>` and waits for its "READY <url> <token>" line (stdout or stderr). */
 export async function startChild(script: string, env: Record<string, string>, opts: { ignoreStdout?: boolean; cpus?: string } = {}): Promise<Child> {
   // ignoreStdout: the child's stdout (e.g. access logs) goes to /dev/null instead of being
   // read by this process, which would otherwise compete for the CPU being measured; the

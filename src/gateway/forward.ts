@@ -39,6 +39,7 @@ export interface Deps {
 }
 
 const TIMEOUT = "upstream timeout";
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -147,7 +148,6 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         finish: record,
         abort: () => ac.abort(),
       };
-      const headers = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
       // The whole stream may already be here: the upstream declared its length and the
       // first read holds all of it (a short answer, or an upstream that sends complete
       // streams). It then goes out as one body, which costs the server far less than a
@@ -155,10 +155,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       // (A compressed body's declared length is not that of the bytes read: not this path.)
       if (!res.headers.has("content-encoding") && Number(res.headers.get("content-length") ?? Number.NaN) === first.value.byteLength) {
         reader.cancel().catch(() => {});
-        return new Response(completeSse(first.value, pipe), { status: res.status, headers });
+        return new Response(completeSse(first.value, pipe), { status: res.status, headers: SSE_HEADERS });
       }
       const body = pipeSse(first.value, reader, pipe);
-      return new Response(body, { status: res.status, headers });
+      return new Response(body, { status: res.status, headers: SSE_HEADERS });
     } catch (e) {
       settle();
       if (e instanceof ApiError) throw e;

@@ -65,16 +65,10 @@ export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cance
           }
           pending = undefined;
           if (r.done) {
-            const rest = tap.flush();
-            if (rest) controller.enqueue(rest);
-            if (o.codec.hasTerminalEvent && !tap.terminal) {
-              controller.enqueue(encoder.encode(o.codec.errorEvent(502, "upstream stream ended before completion")));
-              controller.close();
-              end(502);
-              return;
-            }
+            const last = tap.end();
+            if (last.bytes) controller.enqueue(last.bytes);
             controller.close();
-            end(200);
+            end(last.status);
             return;
           }
           const out = tap.push(r.value);
@@ -103,17 +97,10 @@ export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cance
  */
 export function completeSse(body: Uint8Array, o: PipeOptions): Uint8Array {
   const tap = new SseTap(o.codec, o.strip, o.usage);
-  const parts: Uint8Array[] = [];
   const out = tap.push(body);
-  if (out) parts.push(out);
-  const rest = tap.flush();
-  if (rest) parts.push(rest);
-  let status = 200;
-  if (o.codec.hasTerminalEvent && !tap.terminal) {
-    parts.push(encoder.encode(o.codec.errorEvent(502, "upstream stream ended before completion")));
-    status = 502;
-  }
-  o.finish(status);
+  const last = tap.end();
+  o.finish(last.status);
+  const parts = [out, last.bytes].filter((p): p is Uint8Array => p !== undefined);
   return parts.length === 1 ? parts[0] : Buffer.concat(parts);
 }
 
@@ -153,8 +140,19 @@ export class SseTap {
     return kept ? encoder.encode(kept) : undefined;
   }
 
+  /**
+   * The upstream stream ended: what is left to send (the last event, plus an error event
+   * in the protocol's format when its terminal event never came) and the final status.
+   */
+  end(): { bytes: Uint8Array | undefined; status: number } {
+    const rest = this.flush();
+    if (!this.codec.hasTerminalEvent || this.terminal) return { bytes: rest, status: 200 };
+    const error = encoder.encode(this.codec.errorEvent(502, "upstream stream ended before completion"));
+    return { bytes: rest ? Buffer.concat([rest, error]) : error, status: 502 };
+  }
+
   /** End of stream: the last event may lack its blank line. */
-  flush(): Uint8Array | undefined {
+  private flush(): Uint8Array | undefined {
     this.buf += this.decoder.decode();
     if (!this.buf.trim()) {
       this.buf = "";

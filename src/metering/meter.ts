@@ -186,9 +186,7 @@ export class BatchingUsageMeter implements UsageMeter {
         from json_to_recordset(${JSON.stringify(rows)}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
       )
-      update api_keys as k set spent = k.spent + v.cost, updated_at = now()
-      from json_to_recordset(${JSON.stringify(keys)}::json) as v(id text, cost numeric)
-      where k.id = v.id`);
+      ${sql.raw(ADD_SPEND[0])}${JSON.stringify(keys)}${sql.raw(ADD_SPEND[1])}`);
   }
 }
 
@@ -211,6 +209,11 @@ const COLUMNS = [
   "streamed",
   "created_at",
 ] as const;
+/** Adds each key's cost to its `spent` (and bumps `updated_at`), around the keys' JSON parameter. */
+const ADD_SPEND = [
+  "update api_keys as k set spent = k.spent + v.cost, updated_at = now() from json_to_recordset(",
+  "::json) as v(id text, cost numeric) where k.id = v.id",
+] as const;
 const RECORD_TYPES =
   "id text, organization_id text, key_id text, request_id text, surface text, public_model text, upstream_model text, provider text, " +
   "input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
@@ -228,12 +231,7 @@ async function writeEmbedded(client: PGlite, rows: UsageRow[], keys: { id: strin
   }
   await client.transaction(async (tx) => {
     await tx.query(`copy usage_records (${COLUMNS.join(", ")}) from '/dev/blob' with (format csv)`, [], { blob: new Blob([csv]) });
-    if (keys.length)
-      await tx.query(
-        `update api_keys as k set spent = k.spent + v.cost, updated_at = now()
-         from json_to_recordset($1::json) as v(id text, cost numeric) where k.id = v.id`,
-        [JSON.stringify(keys)],
-      );
+    if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
   });
 }
 
