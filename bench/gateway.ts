@@ -78,7 +78,7 @@ async function startService(upstream: string) {
   const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
   const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1` },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1` },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",

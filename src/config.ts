@@ -12,6 +12,8 @@ export interface Config {
   dataDir: string;
   /** postgres://... selects a real PostgreSQL server; unset means embedded PGlite in dataDir. */
   databaseUrl?: string;
+  /** The embedded database runs on a thread of its own (PGLITE_THREAD=true) instead of the service's. */
+  pgliteThread: boolean;
   redisUrl?: string;
   /** Enables the admin REST API when set. */
   adminToken?: string;
@@ -57,11 +59,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: env.HOST || "0.0.0.0",
     dataDir,
     databaseUrl,
+    pgliteThread: boolSetting(env, "PGLITE_THREAD", false),
     redisUrl: env.REDIS_URL || undefined,
     adminToken: env.ADMIN_TOKEN || undefined,
     pluginsDir: env.PLUGINS_DIR ? resolve(env.PLUGINS_DIR) : undefined,
     logLevel,
-    bootstrap: !isFalse(env.BOOTSTRAP),
+    bootstrap: boolSetting(env, "BOOTSTRAP", true),
     bodyLimitBytes: intSetting(env, "BODY_LIMIT_BYTES", 10 * 1024 * 1024),
     file: configFilePath ? readConfigFile(configFilePath) : {},
     configFilePath,
@@ -95,6 +98,11 @@ export function intSetting(env: Record<string, string | undefined>, name: string
   return n;
 }
 
-function isFalse(v: string | undefined): boolean {
-  return v !== undefined && ["0", "false", "no", "off"].includes(v.toLowerCase());
+/** A yes/no setting: 1/true/yes/on or 0/false/no/off (any case); blank means `fallback`; anything else is a ConfigError. */
+export function boolSetting(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if (["1", "true", "yes", "on"].includes(raw)) return true;
+  if (["0", "false", "no", "off"].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false (got "${env[name]}")`);
 }

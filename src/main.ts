@@ -53,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
     return -1; // keep running
   }
 
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread });
   const repo = new KeyRepository(database.db);
   try {
     switch (`${command} ${sub ?? ""}`.trim()) {

@@ -40,7 +40,7 @@ export interface ServiceOptions {
 
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread }));
   log.info("database ready", { kind: database.kind });
   const keys = new KeyRepository(database.db);
   const authCache = new AuthCache(keys, log);

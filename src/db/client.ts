@@ -7,6 +7,7 @@ import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { migrate } from "./migrate";
 import { pgliteAssets } from "./pglite-assets";
+import { PgliteThread } from "./pglite-thread";
 import * as schema from "./schema";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -28,11 +29,16 @@ export interface OpenOptions {
   dataDir: string;
   /** PGlite only: start from this dump of a data directory instead of running initdb. */
   loadDataDir?: Blob;
+  /**
+   * PGlite only: run the database on a thread of its own instead of the caller's (default);
+   * see pglite-thread.ts for the trade-off.
+   */
+  ownThread?: boolean;
 }
 
 /** Opens the database and applies the embedded migrations before returning. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts.dataDir, opts.loadDataDir);
+  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts.dataDir, opts.loadDataDir, opts.ownThread ?? false);
   await migrate(database.db);
   return database;
 }
@@ -48,12 +54,13 @@ function openPostgres(url: string): Database {
   };
 }
 
-async function openPglite(dataDir: string, loadDataDir?: Blob): Promise<Database> {
+async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThread: boolean): Promise<Database> {
   const inMemory = dataDir.startsWith("memory://");
   const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
   if (!inMemory) mkdirSync(pgDir, { recursive: true });
-  const client = await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets()) });
-  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  const client = ownThread ? await PgliteThread.create(pgDir, loadDataDir) : await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets()) });
+  // The thread implements the part of PGlite's client that drizzle's driver uses.
+  const db = drizzlePglite(client as PGlite, { schema }) as unknown as Db;
   return {
     db,
     kind: "pglite",
@@ -66,4 +73,10 @@ async function openPglite(dataDir: string, loadDataDir?: Blob): Promise<Database
 /** Rows of a raw `db.execute()` result: postgres.js returns an array, PGlite `{ rows }`. */
 export function rowsOf<T>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+}
+
+/** The embedded database's client behind a drizzle handle (on its own thread or this one); undefined on PostgreSQL. */
+export function embeddedClient(db: Db): PGlite | PgliteThread | undefined {
+  const client = (db as { $client?: unknown }).$client;
+  return client instanceof PGlite || client instanceof PgliteThread ? client : undefined;
 }

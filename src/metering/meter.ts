@@ -1,7 +1,6 @@
-import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Catalog } from "../catalog";
-import type { Db } from "../db/client";
+import { type Db, embeddedClient } from "../db/client";
 import { newId } from "../ids";
 import type { Logger } from "../log";
 import { usageRecords } from "./schema";
@@ -174,8 +173,8 @@ export class BatchingUsageMeter implements UsageMeter {
     });
     // Keys in a fixed order, so two processes updating the same keys lock them alike.
     const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
-    const client = (this.db as { $client?: unknown }).$client;
-    if (client instanceof PGlite) return writeEmbedded(client, rows, keys);
+    const embedded = embeddedClient(this.db);
+    if (embedded) return writeEmbedded(embedded, rows, keys);
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
@@ -219,11 +218,12 @@ const RECORD_TYPES =
   "input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
 
 /**
- * The embedded database runs on this process's own thread, so its per-row cost is paid
- * by every request: there the rows go in with COPY (about a third cheaper per row than
- * unpacking a JSON parameter), then the spend, in one transaction.
+ * The embedded database does its work on a thread of this process (the service's own,
+ * unless PGLITE_THREAD), so each row's cost is paid by this process: there the rows go in
+ * with COPY (about a third cheaper per row than unpacking a JSON parameter), then the
+ * spend, in one transaction.
  */
-async function writeEmbedded(client: PGlite, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
+async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
   let csv = "";
   for (const r of rows) {
     for (let i = 0; i < COLUMNS.length; i++) csv += (i ? "," : "") + csvField(r[COLUMNS[i]]);

@@ -13,6 +13,7 @@ import { WebhookRepository } from "../../src/events/webhooks";
 import { createLogger } from "../../src/log";
 import { startTestService, type TestService } from "../helpers/service";
 import { type Receiver, startReceiver } from "./receiver";
+import { rejection } from "../helpers/rejection";
 
 // A configured key, so both databases seal (without one, PostgreSQL keeps secrets in the clear).
 const KEY = randomBytes(32).toString("hex");
@@ -88,8 +89,8 @@ test("start-up seals secrets stored in the clear, and refuses a key that does no
   const sealed = await stored(legacy.row.id);
   expect(isSealed(sealed)).toBe(true);
   expect(box.open(sealed, legacy.row.id)).toBe("whsec_legacy_clear");
-  await expect(sealStoredSecrets(db(), secretBox(randomBytes(32)), log)).rejects.toThrow(/SECRETS_KEY does not decrypt/);
-  await expect(sealStoredSecrets(db(), secretBox(undefined), log)).rejects.toThrow(/set SECRETS_KEY/);
+  expect((await rejection(sealStoredSecrets(db(), secretBox(randomBytes(32)), log))).message).toMatch(/SECRETS_KEY does not decrypt/);
+  expect((await rejection(sealStoredSecrets(db(), secretBox(undefined), log))).message).toMatch(/set SECRETS_KEY/);
 });
 
 test("without SECRETS_KEY the embedded database gets a key file of its own (mode 0600)", async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { ConfigError, intSetting, loadConfig } from "../../src/config";
+import { boolSetting, ConfigError, intSetting, loadConfig } from "../../src/config";
 import { schedulerOptions } from "../../src/deployments/scheduler";
 import { deliverySettingsFromEnv } from "../../src/events/delivery";
 import { generationSettings } from "../../src/generation/config";
@@ -14,6 +14,17 @@ test("integer settings: unset or blank means the default; anything else must be 
   expect(intSetting({ X: "12" }, "X", 7, 10)).toBe(12);
   for (const bad of ["-1", "1.5", "ten", "1e400", "4 2"]) expect(() => intSetting({ X: bad }, "X", 7)).toThrow(ConfigError);
   expect(() => intSetting({ X: "5" }, "X", 7, 10)).toThrow('X must be an integer >= 10 (got "5")');
+});
+
+test("yes/no settings: the usual spellings in any case, blank means the default, anything else is refused by name", () => {
+  for (const yes of ["1", "true", "TRUE", " yes ", "on"]) expect(boolSetting({ X: yes }, "X", false)).toBe(true);
+  for (const no of ["0", "false", "No", "off"]) expect(boolSetting({ X: no }, "X", true)).toBe(false);
+  expect(boolSetting({}, "X", true)).toBe(true);
+  expect(boolSetting({ X: " " }, "X", false)).toBe(false);
+  expect(() => boolSetting({ X: "ture" }, "X", false)).toThrow('X must be true or false (got "ture")');
+  expect(loadConfig({}).pgliteThread).toBe(false);
+  expect(loadConfig({ PGLITE_THREAD: "true" }).pgliteThread).toBe(true);
+  expect(() => loadConfig({ BOOTSTRAP: "nope" })).toThrow(/^BOOTSTRAP must be true or false/);
 });
 
 test("every module's integer settings refuse bad values by name instead of falling back silently", () => {

@@ -11,6 +11,7 @@ import { rowsOf } from "../../src/db/client";
 import { hashKey } from "../../src/keys/keys";
 import { type UsageRecord, usageMeterFor } from "../../src/metering";
 import { startTestService, type TestService } from "../helpers/service";
+import { rejection } from "../helpers/rejection";
 
 let svc: TestService;
 beforeAll(async () => {
@@ -196,9 +197,8 @@ test("start-up stops on an invalid catalog section in CONFIG_FILE, naming the fi
   try {
     const config = loadConfig({ DATA_DIR: dir, CONFIG_FILE: file });
     // The same services, read with the bad file: the module start that startServer runs refuses.
-    await expect(startModules({ ...s(), config, onShutdown: [] }, [meteringModule])).rejects.toThrow(
-      /^CONFIG_FILE catalog\.models\.m\.pricing\.outputPerMTok: Expected number$/,
-    );
+    const refused = await rejection(startModules({ ...s(), config, onShutdown: [] }, [meteringModule]));
+    expect(refused.message).toMatch(/^CONFIG_FILE catalog\.models\.m\.pricing\.outputPerMTok: Expected number$/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
