@@ -1,5 +1,6 @@
-// Child process for bench/foundation.ts: a bare Bun.serve hello-world (MODE=bare) or the
-// service with one authenticated no-op route (MODE=service). Prints "READY <url> <key>" on stderr.
+// Child process for bench/foundation.ts: a bare Bun.serve hello-world (MODE=bare), the
+// native floor of an authenticated route (MODE=floor), or the service with one authenticated
+// no-op route (MODE=service). Prints "READY <url> <key>" on stderr.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +12,20 @@ import { startServer } from "../src/server";
 
 if (process.env.MODE === "bare") {
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+  console.error(`READY http://127.0.0.1:${server.port} -`);
+} else if (process.env.MODE === "floor") {
+  // The native minimum of any authenticated route that carries a request id, with no
+  // routing, key lookup or logging: read the URL, read the credential header, answer with
+  // one response header.
+  let n = 0;
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (req) => {
+      if (!req.url || !req.headers.get("authorization")) return new Response("unauthorized", { status: 401 });
+      return new Response("ok", { headers: { "x-request-id": `req_${++n}` } });
+    },
+  });
   console.error(`READY http://127.0.0.1:${server.port} -`);
 } else {
   const noop = {
