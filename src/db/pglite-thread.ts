@@ -1,4 +1,4 @@
-import type { PGliteInterface, QueryOptions, Results, Transaction } from "@electric-sql/pglite";
+import type { QueryOptions, Results, Transaction } from "@electric-sql/pglite";
 import { pgliteAssets } from "./pglite-assets";
 import { deserializeError, type OpenRequest, type Reply, type Request } from "./pglite-protocol";
 
@@ -157,6 +157,3 @@ export class PgliteThread {
     this.pending.clear();
   }
 }
-
-/** The interface drizzle's PGlite driver is typed against; the thread implements the part it uses. */
-export type PgliteClient = PGliteInterface | PgliteThread;
