@@ -61,7 +61,7 @@ export class PgliteThread {
   }
 
   exec(sql: string): Promise<Array<Results>> {
-    return this.call({ op: "exec", sql }) as Promise<Array<Results>>;
+    return this.execOn(undefined, sql);
   }
 
   /** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
@@ -71,7 +71,7 @@ export class PgliteThread {
       closed: false,
       query: <R>(sql: string, params?: unknown[], options?: QueryOptions) => this.queryOn<R>(id, sql, params, options),
       sql: () => Promise.reject(new Error("tagged-template queries are not supported on the database thread")),
-      exec: (sql: string) => this.call({ op: "exec", tx: id, sql }) as Promise<Array<Results>>,
+      exec: (sql: string) => this.execOn(id, sql),
       rollback: async () => {
         throw new Error("rollback() is not supported on the database thread: throw from the callback instead");
       },
@@ -128,6 +128,10 @@ export class PgliteThread {
     if (options?.serializers || options?.onNotice || options?.paramTypes) throw new Error("query options serializers, onNotice and paramTypes are not supported on the database thread");
     const rawTypes = options?.parsers ? Object.keys(options.parsers).map(Number) : undefined;
     return this.call({ op: "query", tx, sql, params, rowMode: options?.rowMode, rawTypes, blob: options?.blob }) as Promise<Results<T>>;
+  }
+
+  private execOn(tx: number | undefined, sql: string): Promise<Array<Results>> {
+    return this.call({ op: "exec", tx, sql }) as Promise<Array<Results>>;
   }
 
   private call(c: Call): Promise<unknown> {

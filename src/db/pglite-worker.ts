@@ -14,6 +14,14 @@ let nextTx = 1;
 
 const reply = (r: Reply) => self.postMessage(r);
 const identity = (v: unknown) => v;
+/** Identity parsers per set of type OIDs: drizzle sends the same few sets with every query. */
+const parsersFor = new Map<string, Record<number, typeof identity>>();
+function rawParsers(types: number[]): Record<number, typeof identity> {
+  const key = types.join(",");
+  let parsers = parsersFor.get(key);
+  if (!parsers) parsersFor.set(key, (parsers = Object.fromEntries(types.map((t) => [t, identity]))));
+  return parsers;
+}
 
 function open(): PGlite {
   if (!db) throw new Error("the embedded database is not open");
@@ -63,7 +71,7 @@ async function handle(m: Request): Promise<unknown> {
       db = await PGlite.create({ ...m.open });
       return undefined;
     case "query": {
-      const parsers = m.rawTypes ? Object.fromEntries(m.rawTypes.map((t) => [t, identity])) : undefined;
+      const parsers = m.rawTypes ? rawParsers(m.rawTypes) : undefined;
       return on(m.tx).query(m.sql, m.params, { rowMode: m.rowMode, parsers, blob: m.blob });
     }
     case "exec":

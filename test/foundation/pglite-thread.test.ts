@@ -29,7 +29,7 @@ for (const ownThread of [true, false]) {
       expect(embeddedClient(database.db) instanceof PgliteThread).toBe(ownThread);
     });
 
-    test("queries through drizzle: typed rows, timestamps as text, bytea, json, bigint", async () => {
+    test("queries through drizzle: typed rows; raw rows with timestamps as text, bytea, json, bigint", async () => {
       await database.db.insert(organizations).values({ id: "org_thread_1", name: "one" });
       const [row] = await database.db.select().from(organizations).where(eq(organizations.id, "org_thread_1"));
       expect(row.name).toBe("one");
