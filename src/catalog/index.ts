@@ -78,9 +78,19 @@ class ModelCatalog implements Catalog {
   }
 }
 
+/** isFlat per rule: the meter prices every request, and a rule's shape never changes. */
+const flatRules = new WeakMap<ModelInfo, boolean>();
+
 /** A price rule with one number per token direction and nothing else that could apply to a request. */
 function isFlat(rule: ModelInfo | undefined): boolean {
-  if (!rule || Array.isArray(rule.prices)) return false;
+  if (!rule) return false;
+  let flat = flatRules.get(rule);
+  if (flat === undefined) flatRules.set(rule, (flat = hasOnlyFlatPrices(rule)));
+  return flat;
+}
+
+function hasOnlyFlatPrices(rule: ModelInfo): boolean {
+  if (Array.isArray(rule.prices)) return false;
   for (const [k, v] of Object.entries(rule.prices)) {
     if (typeof v !== "number" && v !== undefined) return false;
     if (k !== "input_mtok" && k !== "output_mtok" && !k.startsWith("cache_") && !k.endsWith("_kcount")) return false;

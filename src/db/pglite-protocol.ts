@@ -8,6 +8,7 @@ export interface OpenRequest {
   pgliteWasmModule: WebAssembly.Module;
   initdbWasmModule: WebAssembly.Module;
   fsBundle: Blob;
+  startParams: string[];
 }
 
 export type Request =

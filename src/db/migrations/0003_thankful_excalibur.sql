@@ -1,0 +1,1 @@
+DROP INDEX "usage_records_org_idx";
