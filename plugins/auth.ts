@@ -21,10 +21,13 @@ export const AUTH_MESSAGES = {
 } as const;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
+/** The common spelling, `Bearer <token>` with nothing around it, read without the regex (every request). */
+const PLAIN_BEARER = /^Bearer [^\s]+$/;
 
 function bearer(request: Request): string | undefined {
   const h = request.headers.get("authorization");
   if (!h) return undefined;
+  if (h.startsWith("Bearer ") && PLAIN_BEARER.test(h)) return h.slice(7);
   return BEARER.exec(h)?.[1];
 }
 

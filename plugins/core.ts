@@ -137,13 +137,13 @@ export function corePlugin(deps: CoreDeps) {
   };
 
   // The access log line, serialized by hand (see Logger.raw): the request id is ours or
-  // passed the SANE check, the method is an HTTP token and organization ids are ours, so
-  // only the path (client-chosen) needs escaping.
+  // passed the SANE check and organization ids are ours; the method and path are
+  // client-chosen and escaped unless they hold only characters JSON leaves as they are.
   const logAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined) =>
     log.raw(
       "info",
       "request",
-      `"requestId":"${requestId}","method":${JSON.stringify(method)},"path":${JSON.stringify(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}`,
+      `"requestId":"${requestId}","method":${jsonString(method)},"path":${jsonString(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}`,
     );
 
   const core = new Elysia({ name: "core" })
@@ -196,6 +196,14 @@ export function corePlugin(deps: CoreDeps) {
     if (accessLog) logAccess(requestId, request.method, path, responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200, startedAt, auth?.organizationId);
   });
   return core;
+}
+
+/** Printable ASCII without `"` and `\`: the text is its own JSON string body. */
+const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** A JSON string literal; the common case (a plain method or path) without JSON.stringify. */
+function jsonString(s: string): string {
+  return JSON_PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
 
 /**

@@ -39,6 +39,8 @@ export interface Deps {
 }
 
 const TIMEOUT = "upstream timeout";
+/** Declared-length streams up to this size are read whole and sent as one body. */
+const COMPLETE_STREAM_MAX_BYTES = 1 << 20;
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
@@ -128,8 +130,29 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         record(res.status);
         return new Response(text, { status: res.status, headers });
       }
-      // Streams: wait for the first bytes before committing, so an upstream that fails
-      // right after its headers can still fall back.
+      const pipe = {
+        codec,
+        strip: call.stripUsage ?? false,
+        pingMs: call.protocol === "messages" ? d.options.pingIntervalMs : 0,
+        usage,
+        finish: record,
+        abort: () => ac.abort(),
+      };
+      // A stream whose length the upstream declared is complete at the upstream already (a
+      // short answer, or an upstream that sends complete streams): read whole, it goes out
+      // as one body, which costs the server far less than a JavaScript stream. A failure
+      // while reading it still falls back, as nothing has reached the client.
+      // (A compressed body's declared length is not that of the bytes read: not this path.)
+      const declared = res.headers.has("content-encoding") ? Number.NaN : Number(res.headers.get("content-length") ?? Number.NaN);
+      if (declared > 0 && declared <= COMPLETE_STREAM_MAX_BYTES) {
+        const whole = await res.bytes();
+        settle();
+        d.router.succeeded(c);
+        if (call.onStreamStart) await call.onStreamStart(whole, c);
+        return new Response(completeSse(whole, pipe), { status: res.status, headers: SSE_HEADERS });
+      }
+      // Anything else is piped as it arrives, after waiting for the first bytes before
+      // committing, so an upstream that fails right after its headers can still fall back.
       const reader = res.body.getReader();
       const first = await reader.read();
       settle();
@@ -140,23 +163,6 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       }
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
-      const pipe = {
-        codec,
-        strip: call.stripUsage ?? false,
-        pingMs: call.protocol === "messages" ? d.options.pingIntervalMs : 0,
-        usage,
-        finish: record,
-        abort: () => ac.abort(),
-      };
-      // The whole stream may already be here: the upstream declared its length and the
-      // first read holds all of it (a short answer, or an upstream that sends complete
-      // streams). It then goes out as one body, which costs the server far less than a
-      // JavaScript stream; anything else is piped as it arrives.
-      // (A compressed body's declared length is not that of the bytes read: not this path.)
-      if (!res.headers.has("content-encoding") && Number(res.headers.get("content-length") ?? Number.NaN) === first.value.byteLength) {
-        reader.cancel().catch(() => {});
-        return new Response(completeSse(first.value, pipe), { status: res.status, headers: SSE_HEADERS });
-      }
       const body = pipeSse(first.value, reader, pipe);
       return new Response(body, { status: res.status, headers: SSE_HEADERS });
     } catch (e) {

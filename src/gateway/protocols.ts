@@ -26,6 +26,11 @@ export interface ProtocolCodec {
    * Cheap substring checks come first so most events are never parsed.
    */
   onEvent(ev: StreamEvent, usage: Usage, strip: boolean): { drop?: boolean; terminal?: boolean } | undefined;
+  /**
+   * Substrings an event's raw text must contain for `onEvent` to care about it (usage,
+   * end of stream). Other events, most of a stream, pass without being parsed.
+   */
+  markers: readonly string[];
   /** An error event in the protocol's own stream format. */
   errorEvent(status: number, message: string): string;
   /** Whether a stream without the protocol's final event counts as truncated. */
@@ -44,6 +49,7 @@ function parse(data: string): any {
 
 const chat: ProtocolCodec = {
   hasTerminalEvent: true,
+  markers: ['"usage"', "[DONE]"],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.prompt_tokens);
     u.outputTokens = n(json?.usage?.completion_tokens);
@@ -63,6 +69,7 @@ const chat: ProtocolCodec = {
 
 const messages: ProtocolCodec = {
   hasTerminalEvent: true,
+  markers: ["message_start", "message_delta", "message_stop"],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
     u.outputTokens = n(json?.usage?.output_tokens);
@@ -91,6 +98,7 @@ const messages: ProtocolCodec = {
 
 const responses: ProtocolCodec = {
   hasTerminalEvent: true,
+  markers: ["response.completed", "response.incomplete", "response.failed", "error"],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
     u.outputTokens = n(json?.usage?.output_tokens);
@@ -116,6 +124,7 @@ const GENVENDOR_STATUS: Record<number, string> = { 502: "INTERNAL", 503: "UNAVAI
 
 const generateContent: ProtocolCodec = {
   hasTerminalEvent: true,
+  markers: ['"usageMetadata"', '"finishReason"'],
   usageFromBody(json, u) {
     const m = json?.usageMetadata;
     u.inputTokens = n(m?.promptTokenCount);
@@ -134,6 +143,7 @@ const generateContent: ProtocolCodec = {
 const interactions: ProtocolCodec = {
   // Event types are open-ended (spec: forwarded unfiltered), so no event is required last.
   hasTerminalEvent: false,
+  markers: ['"total_input_tokens"', '"total_output_tokens"'],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.total_input_tokens);
     u.outputTokens = n(json?.usage?.total_output_tokens);

@@ -163,6 +163,12 @@ export class SseTap {
     return this.strip && kept ? encoder.encode(kept) : undefined;
   }
 
+  private matters(raw: string): boolean {
+    const markers = this.codec.markers;
+    for (let i = 0; i < markers.length; i++) if (raw.includes(markers[i])) return true;
+    return false;
+  }
+
   /** Handles every complete event in the buffer; returns the kept events' text when filtering. */
   private scan(filter: boolean): string {
     let kept = "";
@@ -173,6 +179,11 @@ export class SseTap {
       if (end < 0) break;
       const raw = buf.slice(start, end + 2);
       start = end + 2;
+      if (!this.matters(raw)) {
+        if (raw.includes("data:")) this.events++;
+        if (filter) kept += raw;
+        continue;
+      }
       const ev = parseEvent(raw);
       if (!ev) {
         if (filter) kept += raw;
