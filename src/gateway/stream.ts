@@ -20,73 +20,75 @@ export interface PipeOptions {
 }
 
 /**
- * Pipes an upstream SSE body to the client as it arrives. Pull-based, so the client's
- * read pace drives the upstream reads (backpressure); a client that goes away cancels
- * the stream, which aborts the upstream request. Upstream bytes pass through unchanged
+ * Pipes an upstream SSE body to the client as it arrives. A direct stream (Bun): each
+ * chunk is written straight to the client's connection, with no queue in between (about
+ * a tenth cheaper per chunk than a pull-based stream). Upstream reads wait for the
+ * client's connection to drain (backpressure); a client that goes away cancels the
+ * stream, which aborts the upstream request. Upstream bytes pass through unchanged
  * unless a usage-only chunk must be dropped; events are only looked at to read usage
  * and to notice a stream that ends early, which then gets an error event in the
  * protocol's own format (the HTTP status has already been sent).
  */
 export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cancel(reason?: unknown): Promise<void> }, o: PipeOptions): ReadableStream<Uint8Array> {
   const tap = new SseTap(o.codec, o.strip, o.usage);
-  let pending: Promise<ReadResult> | undefined;
   let done = false;
+  let gone = false;
   const end = (status: number) => {
     if (done) return;
     done = true;
     o.finish(status);
   };
   const firstOut = tap.push(first);
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        if (firstOut) controller.enqueue(firstOut);
-      },
-      async pull(controller) {
-        for (;;) {
-          let r: ReadResult | typeof IDLE;
-          try {
-            pending ??= reader.read();
-            r = o.pingMs ? await raceIdle(pending, o.pingMs) : await pending;
-          } catch (e) {
-            if (done) return;
-            controller.enqueue(encoder.encode(o.codec.errorEvent(502, `upstream stream failed: ${(e as Error)?.message ?? "connection lost"}`)));
-            controller.close();
-            end(502);
-            return;
-          }
-          if (r === IDLE) {
-            // Only between events, never inside one, and never before the first event.
-            if (tap.atBoundary() && tap.events > 0) {
-              controller.enqueue(PING);
-              return;
-            }
-            continue;
-          }
-          pending = undefined;
-          if (r.done) {
-            const last = tap.end();
-            if (last.bytes) controller.enqueue(last.bytes);
-            controller.close();
-            end(last.status);
-            return;
-          }
-          const out = tap.push(r.value);
-          if (out) {
-            controller.enqueue(out);
-            return;
-          }
+  return new ReadableStream<Uint8Array>({
+    type: "direct",
+    async pull(controller) {
+      // Awaiting a write waits out backpressure; a flush sends what is buffered before
+      // the next upstream wait, so every event reaches the client as it arrives.
+      const send = async (bytes: Uint8Array) => {
+        await controller.write(bytes);
+        await controller.flush();
+      };
+      if (firstOut) await send(firstOut);
+      let pending: Promise<ReadResult> | undefined;
+      for (;;) {
+        if (gone) return;
+        let r: ReadResult | typeof IDLE;
+        try {
+          pending ??= reader.read();
+          r = o.pingMs ? await raceIdle(pending, o.pingMs) : await pending;
+        } catch (e) {
+          if (done || gone) return;
+          await send(encoder.encode(o.codec.errorEvent(502, `upstream stream failed: ${(e as Error)?.message ?? "connection lost"}`)));
+          controller.close();
+          end(502);
+          return;
         }
-      },
-      cancel() {
-        // The client went away: stop the upstream work it was paying for.
-        end(499);
-        o.abort();
-        reader.cancel().catch(() => {});
-      },
+        if (gone) return;
+        if (r === IDLE) {
+          // Only between events, never inside one, and never before the first event.
+          if (tap.atBoundary() && tap.events > 0) await send(PING);
+          continue;
+        }
+        pending = undefined;
+        if (r.done) {
+          const last = tap.end();
+          if (last.bytes) await send(last.bytes);
+          controller.close();
+          end(last.status);
+          return;
+        }
+        const out = tap.push(r.value);
+        if (out) await send(out);
+      }
     },
-    { highWaterMark: 0 },
-  );
+    cancel() {
+      // The client went away: stop the upstream work it was paying for.
+      gone = true;
+      end(499);
+      o.abort();
+      reader.cancel().catch(() => {});
+    },
+  });
 }
 
 /**
