@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
 /**
@@ -6,6 +7,13 @@ import { t } from "elysia";
  * (additionalProperties). No defaults here: a default would change the forwarded body.
  */
 const open = { additionalProperties: true } as const;
+
+/**
+ * A JSON integer. Not Elysia's `t.Integer`, which is a transform (it also turns numeric
+ * strings into numbers): one transform anywhere in a body schema makes Elysia decode the
+ * whole body, every message included, on every request.
+ */
+const integer = Type.Integer;
 
 export const MAX_MESSAGES = 1000;
 export const MAX_SYSTEM_CHARS = 100_000;
@@ -31,14 +39,14 @@ export const ChatBody = t.Object(
     messages: t.Array(ChatMessage, { minItems: 1, maxItems: MAX_MESSAGES, error: `messages must be an array of 1 to ${MAX_MESSAGES} messages` }),
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, error: "temperature must be between 0 and 2" })),
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, error: "top_p must be between 0 and 1" })),
-    max_tokens: t.Optional(t.Integer({ minimum: 1, error: "max_tokens must be a positive integer" })),
-    max_completion_tokens: t.Optional(t.Integer({ minimum: 1, error: "max_completion_tokens must be a positive integer" })),
+    max_tokens: t.Optional(integer({ minimum: 1, error: "max_tokens must be a positive integer" })),
+    max_completion_tokens: t.Optional(integer({ minimum: 1, error: "max_completion_tokens must be a positive integer" })),
     stream: t.Optional(t.Boolean({ error: "stream must be a boolean" })),
     stop: t.Optional(t.Union([t.String(), t.Array(t.String()), t.Null()], { error: "stop must be a string or an array of strings" })),
     tools: t.Optional(t.Array(t.Object({ type: t.String(), function: t.Optional(t.Object({ name: t.String() }, open)) }, open), { error: "tools must be an array of {type:'function', function:{name,...}}" })),
     tool_choice: t.Optional(t.Union([t.String(), t.Object({}, open)])),
     response_format: t.Optional(t.Object({ type: t.String() }, open)),
-    n: t.Optional(t.Integer({ minimum: 1, error: "n must be a positive integer" })),
+    n: t.Optional(integer({ minimum: 1, error: "n must be a positive integer" })),
     presence_penalty: t.Optional(t.Number({ minimum: -2, maximum: 2, error: "presence_penalty must be between -2 and 2" })),
     frequency_penalty: t.Optional(t.Number({ minimum: -2, maximum: 2, error: "frequency_penalty must be between -2 and 2" })),
     user: t.Optional(t.String()),
@@ -59,11 +67,11 @@ export const MessagesBody = t.Object(
   {
     model: modelField,
     messages: t.Array(MessagesMessage, { maxItems: MAX_MESSAGES, error: `messages must be an array of at most ${MAX_MESSAGES} messages` }),
-    max_tokens: t.Integer({ minimum: 1, error: "max_tokens is required" }),
+    max_tokens: integer({ minimum: 1, error: "max_tokens is required" }),
     system: t.Optional(t.Union([t.String({ maxLength: MAX_SYSTEM_CHARS }), t.Array(t.Object({ type: t.String() }, open))], { error: `system must be a string (at most ${MAX_SYSTEM_CHARS} characters) or an array of blocks` })),
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 1, error: "temperature must be between 0 and 1" })),
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, error: "top_p must be between 0 and 1" })),
-    top_k: t.Optional(t.Integer({ minimum: 0, error: "top_k must be a non-negative integer" })),
+    top_k: t.Optional(integer({ minimum: 0, error: "top_k must be a non-negative integer" })),
     stop_sequences: t.Optional(t.Array(t.String(), { error: "stop_sequences must be an array of strings" })),
     stream: t.Optional(t.Boolean({ error: "stream must be a boolean" })),
     metadata: t.Optional(t.Object({}, open)),
@@ -81,7 +89,7 @@ export const ResponsesBody = t.Object(
     instructions: t.Optional(t.Union([t.String({ maxLength: MAX_SYSTEM_CHARS, error: `instructions must be at most ${MAX_SYSTEM_CHARS} characters` }), t.Null()])),
     temperature: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 2, error: "temperature must be between 0 and 2" }), t.Null()])),
     top_p: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()])),
-    max_output_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
+    max_output_tokens: t.Optional(t.Union([integer({ minimum: 1 }), t.Null()])),
     stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
   },
   { ...open, description: "Responses request; fields beyond these are forwarded unchanged" },
