@@ -53,13 +53,16 @@ export class Gateway {
     const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
     const raw = rawBodies.get(inc.request);
     const patch = opts.patch;
+    // Fields the body lacks are appended to the client's own text, which then goes on
+    // unchanged otherwise; a long conversation is not serialised again for a few bytes.
+    const patched = raw !== undefined && patch ? appendFields(raw, body, patch) : undefined;
     return forward(this.deps, {
       protocol,
       publicModel: model,
       stream,
       candidates,
       stripUsage: opts.stripUsage,
-      body: (c) => (c.model === model && !patch && raw !== undefined ? raw : JSON.stringify({ ...body, ...patch, model: c.model })),
+      body: (c) => (c.model === model && raw !== undefined && (!patch || patched !== undefined) ? (patched ?? raw) : JSON.stringify({ ...body, ...patch, model: c.model })),
       ...inc,
       ...opts.extra,
     });
@@ -102,6 +105,19 @@ export function gatewayFor(s: Services): Gateway {
   let g = gateways.get(s);
   if (!g) gateways.set(s, (g = new Gateway(s)));
   return g;
+}
+
+/**
+ * `raw` (a JSON object's text) with `fields` added before its closing brace, when none of
+ * them is in the object already (no duplicate keys); undefined otherwise.
+ */
+export function appendFields(raw: string, parsed: Record<string, unknown>, fields: Record<string, unknown>): string | undefined {
+  for (const k of Object.keys(fields)) if (Object.hasOwn(parsed, k)) return undefined;
+  const close = raw.lastIndexOf("}");
+  const members = JSON.stringify(fields).slice(1, -1);
+  if (close < 0 || !members) return undefined;
+  const empty = Object.keys(parsed).length === 0;
+  return `${raw.slice(0, close)}${empty ? "" : ","}${members}${raw.slice(close)}`;
 }
 
 /** Spec limit: system prompts of at most 100,000 characters, whatever their shape. */
