@@ -1,6 +1,6 @@
 import { type App, createApp, type RouteModule, routeModules, startModules } from "./app";
 import type { Database } from "./db/client";
-import type { Config } from "./config";
+import { type Config, ConfigError } from "./config";
 import { bootstrap, createServices, type Services } from "./services";
 
 export interface RunningServer {
@@ -21,18 +21,21 @@ export interface StartOptions {
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const services = await createServices(config, { database: opts.database });
-  const created = await bootstrap(services);
   const modules = opts.modules ?? routeModules;
   const app = createApp(services, modules);
   await startModules(services, modules);
-  app.listen({
-    port: config.port,
-    hostname: config.host,
-    // Our own parser enforces the limit with a proper error body; Bun's cap is a backstop.
-    maxRequestBodySize: config.bodyLimitBytes * 2,
-    // Streams (SSE, long sandbox commands) may be quiet for a while.
-    idleTimeout: 255,
-  });
+  try {
+    listen(app, config);
+  } catch (err) {
+    await services.close();
+    if ((err as { code?: string }).code === "EADDRINUSE") {
+      throw new ConfigError(`port ${config.port} on ${config.host} is already in use (another service running?): stop that process or set PORT to a free port`);
+    }
+    throw err;
+  }
+  // After listening, so that a service that cannot start does not create the first key
+  // without ever showing it (it is shown once, on the start that creates it).
+  const created = await bootstrap(services);
   const server = app.server!;
   const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
   services.log.info("listening", { url, port: server.port, database: services.database.kind });
@@ -62,4 +65,22 @@ function announce(key: string, url: string) {
   process.stdout.write(
     `\n  API key for organization 'default' (shown once, keep it safe):\n\n    ${key}\n\n  Try: curl -H "Authorization: Bearer ${key}" ${url}/v1/models\n\n`,
   );
+}
+
+function listen(app: App, config: Config): void {
+  app.listen({
+    port: config.port,
+    hostname: config.host,
+    // Our own parser enforces the limit with a proper error body; Bun's cap is a backstop.
+    maxRequestBodySize: config.bodyLimitBytes * 2,
+    // Streams (SSE, long sandbox commands) may be quiet for a while.
+    idleTimeout: 255,
+    // Elysia turns SO_REUSEPORT on by default. Threat: a second service started on the same
+    // port by mistake (or on the same DATA_DIR) would silently take half the connections
+    // instead of failing to start; without it the second one stops with EADDRINUSE.
+    reusePort: false,
+    // Elysia sets Bun's development mode unless NODE_ENV=production: Bun's error page for an
+    // uncaught error, with its stack, is not for clients.
+    development: false,
+  });
 }
