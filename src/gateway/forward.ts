@@ -147,6 +147,11 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       if (declared > 0 && declared <= COMPLETE_STREAM_MAX_BYTES) {
         const whole = await res.bytes();
         settle();
+        if (!whole.byteLength) {
+          d.router.failed(c);
+          last = endedEarly(c);
+          continue;
+        }
         d.router.succeeded(c);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
         return new Response(completeSse(whole, pipe), { status: res.status, headers: SSE_HEADERS });
@@ -158,7 +163,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       settle();
       if (first.done || !first.value?.byteLength) {
         d.router.failed(c);
-        last = { status: 502, message: `provider ${c.provider} ended its stream before any content` };
+        last = endedEarly(c);
         continue;
       }
       d.router.succeeded(c);
@@ -191,6 +196,11 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const status = last.status === 504 ? 504 : last.status >= 500 && last.status !== 503 ? 502 : 503;
   record(status);
   throw new ApiError(status, status === 503 ? `all provider candidates are unavailable (${last.message})` : last.message);
+}
+
+/** A stream that ended before its first byte: the next candidate may still answer. */
+function endedEarly(c: Candidate): { status: number; message: string } {
+  return { status: 502, message: `provider ${c.provider} ended its stream before any content` };
 }
 
 /** Bun's fetch reports a reused connection closed under it as ECONNRESET. */

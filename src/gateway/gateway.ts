@@ -53,16 +53,17 @@ export class Gateway {
     const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
     const raw = rawBodies.get(inc.request);
     const patch = opts.patch;
-    // Fields the body lacks are appended to the client's own text, which then goes on
-    // unchanged otherwise; a long conversation is not serialised again for a few bytes.
-    const patched = raw !== undefined && patch ? appendFields(raw, body, patch) : undefined;
+    // The text to send when the model id stays: the client's own, with the patch's fields
+    // appended when the body lacks them (a long conversation is not serialised again for a
+    // few bytes); undefined when only serialising will do.
+    const sameModelText = raw === undefined ? undefined : patch ? appendFields(raw, body, patch) : raw;
     return forward(this.deps, {
       protocol,
       publicModel: model,
       stream,
       candidates,
       stripUsage: opts.stripUsage,
-      body: (c) => (c.model === model && raw !== undefined && (!patch || patched !== undefined) ? (patched ?? raw) : JSON.stringify({ ...body, ...patch, model: c.model })),
+      body: (c) => (c.model === model && sameModelText !== undefined ? sameModelText : JSON.stringify({ ...body, ...patch, model: c.model })),
       ...inc,
       ...opts.extra,
     });
