@@ -251,6 +251,7 @@ const RECORD_TYPES =
 async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
   const copy = new BinaryCopyWriter(rows.length * 256);
   for (const r of rows) {
+    // Fields in COLUMNS order, each in its column's type.
     copy
       .row(COLUMNS.length)
       .text(r.id)
