@@ -189,7 +189,7 @@ export class BatchingUsageMeter implements UsageMeter {
       with inserted as (
         insert into ${usageRecords} (${sql.raw(COLUMNS.join(", "))})
         select ${sql.raw(COLUMNS.join(", "))}
-        from json_to_recordset(${JSON.stringify(rows.map((r) => ({ ...r, created_at: isoAt(r.created_at) })))}::json) as r(${sql.raw(RECORD_TYPES)})
+        from json_to_recordset(${JSON.stringify(rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString() })))}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
       )
       ${sql.raw(ADD_SPEND[0])}${JSON.stringify(keys)}${sql.raw(ADD_SPEND[1])}`);
@@ -275,17 +275,6 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
     await tx.query(`copy usage_records (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
     if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
   });
-}
-
-let lastAt = -1;
-let lastIso = "";
-/** RFC 3339 of epoch ms, formatted once per millisecond (a batch holds many requests per ms). */
-function isoAt(ms: number): string {
-  if (ms !== lastAt) {
-    lastAt = ms;
-    lastIso = new Date(ms).toISOString();
-  }
-  return lastIso;
 }
 
 function int(n: unknown): number {
