@@ -41,7 +41,12 @@ export interface Deps {
 const TIMEOUT = "upstream timeout";
 /** Declared-length streams up to this size are read whole and sent as one body. */
 const COMPLETE_STREAM_MAX_BYTES = 1 << 20;
-const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };
+/**
+ * Stream response headers, built once: a Response copies a Headers instance it is given
+ * (cheaper than building one from an object per response). No `Connection` header: the
+ * server keeps HTTP/1.1 connections alive by default, and HTTP/2 forbids the header.
+ */
+const SSE_HEADERS = new Headers({ "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -119,7 +124,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         record(res.status);
         return new Response(text, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
       }
-      if (!call.stream || !res.body) {
+      // A stream's declared length is read first: touching `res.body` makes the runtime
+      // build a JavaScript stream over a body that may be complete already.
+      const declared = !call.stream || res.headers.has("content-encoding") ? Number.NaN : Number(res.headers.get("content-length") ?? Number.NaN);
+      if (!call.stream || (!(declared > 0) && !res.body)) {
         const text = await res.text();
         settle();
         d.router.succeeded(c);
@@ -143,7 +151,6 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       // as one body, which costs the server far less than a JavaScript stream. A failure
       // while reading it still falls back, as nothing has reached the client.
       // (A compressed body's declared length is not that of the bytes read: not this path.)
-      const declared = res.headers.has("content-encoding") ? Number.NaN : Number(res.headers.get("content-length") ?? Number.NaN);
       if (declared > 0 && declared <= COMPLETE_STREAM_MAX_BYTES) {
         const whole = await res.bytes();
         settle();
@@ -158,7 +165,8 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
-      const reader = res.body.getReader();
+      // (A body is there: checked above, or the upstream declared a length.)
+      const reader = res.body!.getReader();
       const first = await reader.read();
       settle();
       if (first.done || !first.value?.byteLength) {

@@ -47,6 +47,8 @@ function parse(data: string): any {
   }
 }
 
+const USAGE_NULL = /"usage"\s*:\s*null/;
+
 const chat: ProtocolCodec = {
   hasTerminalEvent: true,
   markers: ['"usage"', "[DONE]"],
@@ -56,7 +58,10 @@ const chat: ProtocolCodec = {
   },
   onEvent(ev, u, strip) {
     if (ev.data === "[DONE]") return { terminal: true };
-    if (!ev.data.includes('"usage"')) return undefined;
+    const at = ev.data.indexOf('"usage"');
+    if (at < 0) return undefined;
+    // Upstreams asked for usage send `"usage":null` in every chunk but the last: not parsed.
+    if (USAGE_NULL.test(ev.data) && ev.data.indexOf('"usage"', at + 7) < 0) return undefined;
     const json = parse(ev.data);
     if (!json?.usage) return undefined;
     u.inputTokens = n(json.usage.prompt_tokens);

@@ -61,9 +61,11 @@ function startClosingUpstream() {
  */
 function startCompleteStreamUpstream() {
   const chunk = (o: object) => `data: ${JSON.stringify({ id: "chatcmpl-c", object: "chat.completion.chunk", created: 1, model: "m", ...o })}\n\n`;
-  const chat =
-    chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "all " }, finish_reason: null }] }) +
-    chunk({ choices: [{ index: 0, delta: { content: "at once" }, finish_reason: "stop" }] }) +
+  // With "usage null" in the prompt, every chunk but the last carries `"usage":null`, as
+  // OpenAI sends them once usage is asked for.
+  const chat = (nulls: boolean) =>
+    chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "all " }, finish_reason: null }], ...(nulls ? { usage: null } : {}) }) +
+    chunk({ choices: [{ index: 0, delta: { content: "at once" }, finish_reason: "stop" }], ...(nulls ? { usage: null } : {}) }) +
     chunk({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 } }) +
     "data: [DONE]\n\n";
   const ev = (name: string, o: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...o })}\n\n`;
@@ -79,7 +81,7 @@ function startCompleteStreamUpstream() {
     hostname: "127.0.0.1",
     async fetch(req) {
       const body = await req.text();
-      const text = new URL(req.url).pathname.endsWith("/messages") ? messages(body.includes("truncated")) : chat;
+      const text = new URL(req.url).pathname.endsWith("/messages") ? messages(body.includes("truncated")) : chat(body.includes("usage null"));
       return new Response(text, { headers: { "content-type": "text/event-stream" } });
     },
   });
@@ -126,6 +128,7 @@ beforeAll(async () => {
       "flaky-only": [{ provider: "flaky", model: "m" }],
       "complete-chat": [{ provider: "complete", model: "m" }],
       "complete-usage": [{ provider: "complete", model: "m" }],
+      "complete-nulls": [{ provider: "complete", model: "m" }],
       "complete-messages": [{ provider: "claude-complete", model: "m" }],
       "complete-truncated": [{ provider: "claude-complete", model: "m" }],
       "broken-only": [{ provider: "primary", model: "broken" }],
@@ -245,7 +248,11 @@ describe("streams", () => {
     let said = "";
     for await (const c of await openai.chat.completions.create({ model: "complete-chat", messages: [{ role: "user", content: "hi" }], stream: true })) said += c.choices[0]?.delta?.content ?? "";
     expect(said).toBe("all at once");
-    for (const model of ["complete-chat", "complete-usage"]) {
+    // Chunks with `"usage":null` pass through; the usage comes from the last chunk, which is dropped.
+    const nulls = await (await post("complete-nulls", { messages: [{ role: "user", content: "usage null" }] })).text();
+    expect(nulls).toContain('"usage":null');
+    expect(nulls).not.toContain('"prompt_tokens"');
+    for (const model of ["complete-chat", "complete-usage", "complete-nulls"]) {
       const row = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === model));
       expect([row.status, row.inputTokens, row.outputTokens, row.streamed]).toEqual([200, 12, 9, true]);
     }
