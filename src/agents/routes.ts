@@ -10,7 +10,8 @@ import { eventJson, listEvents } from "./log";
 import { sendUserEvents, startSession, userEvent } from "./input";
 import { arrayParam, dateParam, idCursor, limitOf, MAX_LIMIT } from "./page";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
-import { SSE_HEADERS, sessionStream } from "./stream";
+import { SSE_HEADERS } from "../../plugins/sse";
+import { sessionStream } from "./stream";
 
 // Resource APIs (spec: Authentication): `Authorization: Bearer` only - which is also what
 // the official SDK sends for its `apiKey`. Agent error family, scope `agents`.

@@ -78,5 +78,3 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
     },
   });
 }
-
-export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" };

@@ -1,5 +1,6 @@
 import type { AuthContext } from "../../plugins/auth";
 import { ApiError } from "../../plugins/errors";
+import { SSE_HEADERS } from "../../plugins/sse";
 import type { UsageMeter } from "../metering";
 import type { GatewayOptions } from "./config";
 import type { Protocol } from "./provider";
@@ -41,12 +42,8 @@ export interface Deps {
 const TIMEOUT = "upstream timeout";
 /** Declared-length streams up to this size are read whole and sent as one body. */
 const COMPLETE_STREAM_MAX_BYTES = 1 << 20;
-/**
- * Stream response headers, built once: a Response copies a Headers instance it is given
- * (cheaper than building one from an object per response). No `Connection` header: the
- * server keeps HTTP/1.1 connections alive by default, and HTTP/2 forbids the header.
- */
-const SSE_HEADERS = new Headers({ "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+/** Built once: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
+const STREAM_HEADERS = new Headers(SSE_HEADERS);
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -161,7 +158,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         }
         d.router.succeeded(c);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
-        return new Response(completeSse(whole, pipe), { status: res.status, headers: SSE_HEADERS });
+        return new Response(completeSse(whole, pipe), { status: res.status, headers: STREAM_HEADERS });
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
@@ -177,7 +174,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
       const body = pipeSse(first.value, reader, pipe);
-      return new Response(body, { status: res.status, headers: SSE_HEADERS });
+      return new Response(body, { status: res.status, headers: STREAM_HEADERS });
     } catch (e) {
       settle();
       if (e instanceof ApiError) throw e;
