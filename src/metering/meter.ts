@@ -1,10 +1,9 @@
 import { sql } from "drizzle-orm";
 import type { Catalog } from "../catalog";
-import { type Db, embeddedClient } from "../db/client";
+import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
-import { newId } from "../ids";
 import type { Logger } from "../log";
-import { usageRecords } from "./schema";
+import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
   organizationId: string;
@@ -54,7 +53,8 @@ const MAX_TEXT = 256;
 
 /**
  * Usage metering off the hot path: `record` pushes onto an in-memory queue; a timer
- * writes queued records in one transaction per batch (multi-row INSERT plus one UPDATE
+ * writes queued records in one transaction per batch (the request rows, each pointing at
+ * its series of organization, key, surface and models (see schema.ts), plus one UPDATE
  * adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
  * process's key cache picks up the new spend and the spending limit takes effect).
  * Costs come from the catalog at write time. A failed write puts the batch back and
@@ -66,6 +66,8 @@ export class BatchingUsageMeter implements UsageMeter {
   private running?: Promise<void>;
   private closed = false;
   private dropped = 0;
+  /** usage_series ids by seriesKey, as created or found. */
+  private readonly seriesIds = new Map<string, number>();
   private readonly flushMs: number;
   private readonly maxBatch: number;
   private readonly maxQueued: number;
@@ -161,14 +163,16 @@ export class BatchingUsageMeter implements UsageMeter {
           : ((u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage) : undefined) ?? this.catalog.cost(u.publicModel, usage));
       if (cost && cost > 0) spend.set(u.keyId, (spend.get(u.keyId) ?? 0) + cost);
       return {
-        id: newId("use_"),
-        organization_id: u.organizationId,
-        key_id: u.keyId,
+        series: {
+          organization_id: u.organizationId,
+          key_id: u.keyId,
+          surface: clip(u.surface) ?? "",
+          public_model: clip(u.publicModel) ?? "",
+          upstream_model: clip(u.upstreamModel) ?? null,
+          provider: clip(u.provider) ?? null,
+        },
+        series_id: 0,
         request_id: clip(u.requestId) ?? "",
-        surface: clip(u.surface) ?? "",
-        public_model: clip(u.publicModel) ?? "",
-        upstream_model: clip(u.upstreamModel) ?? null,
-        provider: clip(u.provider) ?? null,
         input_tokens: usage.inputTokens,
         output_tokens: usage.outputTokens,
         cost: cost ?? null,
@@ -178,6 +182,7 @@ export class BatchingUsageMeter implements UsageMeter {
         created_at: u.at,
       };
     });
+    await this.assignSeries(rows);
     // Keys in a fixed order, so two processes updating the same keys lock them alike.
     const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
     const embedded = embeddedClient(this.db);
@@ -185,26 +190,77 @@ export class BatchingUsageMeter implements UsageMeter {
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
+    const json = JSON.stringify(rows.map(({ series: _, ...r }) => ({ ...r, created_at: new Date(r.created_at).toISOString() })));
     await this.db.execute(sql`
       with inserted as (
-        insert into ${usageRecords} (${sql.raw(COLUMNS.join(", "))})
+        insert into ${usageRequests} (${sql.raw(COLUMNS.join(", "))})
         select ${sql.raw(COLUMNS.join(", "))}
-        from json_to_recordset(${JSON.stringify(rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString() })))}::json) as r(${sql.raw(RECORD_TYPES)})
+        from json_to_recordset(${json}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
       )
       ${sql.raw(ADD_SPEND[0])}${JSON.stringify(keys)}${sql.raw(ADD_SPEND[1])}`);
   }
+
+  /**
+   * Sets each row's `series_id`: from memory for series seen before, else by one upsert
+   * of all new ones (created by whichever process writes first; every process gets the
+   * same id back). Outside the rows' transaction: a series without rows is harmless.
+   */
+  private async assignSeries(rows: UsageRow[]): Promise<void> {
+    const missing = new Map<string, SeriesDims>();
+    for (const r of rows) {
+      const id = this.seriesIds.get(seriesKey(r.series));
+      if (id === undefined) missing.set(seriesKey(r.series), r.series);
+      else r.series_id = id;
+    }
+    if (!missing.size) return;
+    const created = rowsOf<SeriesDims & { id: number }>(
+      await this.db.execute(sql`
+        insert into ${usageSeries} (${sql.raw(SERIES_COLUMNS)})
+        select ${sql.raw(SERIES_COLUMNS)} from json_to_recordset(${JSON.stringify([...missing.values()])}::json) as v(${sql.raw(SERIES_TYPES)})
+        on conflict on constraint usage_series_dims_key do update set organization_id = excluded.organization_id
+        returning id, ${sql.raw(SERIES_COLUMNS)}`),
+    );
+    // Threat: clients choose model names, so distinct series are unbounded; the memory
+    // for them is not (the table keeps them all, as it keeps every request).
+    if (this.seriesIds.size + created.length > MAX_SERIES_REMEMBERED) this.seriesIds.clear();
+    const fresh = new Map<string, number>();
+    for (const c of created) fresh.set(seriesKey(c), c.id);
+    for (const r of rows) {
+      if (r.series_id) continue;
+      const id = fresh.get(seriesKey(r.series));
+      if (id === undefined) throw new Error("usage series was not created"); // the batch is retried
+      r.series_id = id;
+    }
+    for (const [k, id] of fresh) this.seriesIds.set(k, Number(id));
+  }
 }
 
-interface UsageRow {
-  id: string;
+/** What a request's usage shares with other requests: stored once in `usage_series`. */
+interface SeriesDims {
   organization_id: string;
   key_id: string;
-  request_id: string;
   surface: string;
   public_model: string;
   upstream_model: string | null;
   provider: string | null;
+}
+
+/** Series remembered per process (about 100 bytes each). */
+const MAX_SERIES_REMEMBERED = 50_000;
+const SERIES_COLUMNS = "organization_id, key_id, surface, public_model, upstream_model, provider";
+const SERIES_TYPES = "organization_id text, key_id text, surface text, public_model text, upstream_model text, provider text";
+
+/** Unambiguous map key of a series: stored text holds no NUL (see clip), and null differs from "". */
+function seriesKey(d: SeriesDims): string {
+  const f = (v: string | null) => (v === null ? "\0n" : "\0v" + v);
+  return f(d.organization_id) + f(d.key_id) + f(d.surface) + f(d.public_model) + f(d.upstream_model) + f(d.provider);
+}
+
+interface UsageRow {
+  series: SeriesDims;
+  series_id: number;
+  request_id: string;
   input_tokens: number;
   output_tokens: number;
   cost: number | null;
@@ -215,31 +271,14 @@ interface UsageRow {
   created_at: number;
 }
 
-const COLUMNS = [
-  "id",
-  "organization_id",
-  "key_id",
-  "request_id",
-  "surface",
-  "public_model",
-  "upstream_model",
-  "provider",
-  "input_tokens",
-  "output_tokens",
-  "cost",
-  "latency_ms",
-  "status",
-  "streamed",
-  "created_at",
-] as const;
+const COLUMNS = ["series_id", "request_id", "input_tokens", "output_tokens", "cost", "latency_ms", "status", "streamed", "created_at"] as const;
 /** Adds each key's cost to its `spent` (and bumps `updated_at`), around the keys' JSON parameter. */
 const ADD_SPEND = [
   "update api_keys as k set spent = k.spent + v.cost, updated_at = now() from json_to_recordset(",
   "::json) as v(id text, cost numeric) where k.id = v.id",
 ] as const;
 const RECORD_TYPES =
-  "id text, organization_id text, key_id text, request_id text, surface text, public_model text, upstream_model text, provider text, " +
-  "input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
@@ -249,19 +288,13 @@ const RECORD_TYPES =
  * of the row), then the spend, in one transaction.
  */
 async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
-  const copy = new BinaryCopyWriter(rows.length * 256);
+  const copy = new BinaryCopyWriter(rows.length * 96);
   for (const r of rows) {
     // Fields in COLUMNS order, each in its column's type.
     copy
       .row(COLUMNS.length)
-      .text(r.id)
-      .text(r.organization_id)
-      .text(r.key_id)
+      .int4(r.series_id)
       .text(r.request_id)
-      .text(r.surface)
-      .text(r.public_model)
-      .text(r.upstream_model)
-      .text(r.provider)
       .int4(r.input_tokens)
       .int4(r.output_tokens)
       .numeric(r.cost, COST_SCALE)
@@ -272,7 +305,7 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
   }
   const blob = new Blob([copy.finish()]);
   await client.transaction(async (tx) => {
-    await tx.query(`copy usage_records (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
+    await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
     if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
   });
 }

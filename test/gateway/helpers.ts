@@ -26,7 +26,7 @@ export function vendorEnv(mock: LLMock): Record<string, string> {
 /** Usage rows of a key, after the meter wrote everything queued. */
 export async function usageOf(svc: TestService, keyId: string) {
   await usageMeterFor(svc.server.services).flush();
-  return svc.server.services.db.select().from(usageRecords).where(eq(usageRecords.keyId, keyId)).orderBy(usageRecords.id);
+  return svc.server.services.db.select().from(usageRecords).where(eq(usageRecords.keyId, keyId)).orderBy(usageRecords.createdAt, usageRecords.requestId);
 }
 
 /** Waits until `check` passes (usage of a stream is recorded when the stream ends, just after the client saw it). */

@@ -9,7 +9,10 @@ import { meteringModule } from "../../src/metering/module";
 import { catalogFor } from "../../src/catalog";
 import { rowsOf } from "../../src/db/client";
 import { hashKey } from "../../src/keys/keys";
-import { type UsageRecord, usageMeterFor } from "../../src/metering";
+import { BatchingUsageMeter, type UsageRecord, usageMeterFor } from "../../src/metering";
+import { migrate } from "../../src/db/migrate";
+import { embeddedMigrations } from "../../src/db/migrations";
+import { freshDatabase } from "../helpers/database";
 import { startTestService, type TestService } from "../helpers/service";
 import { rejection } from "../helpers/rejection";
 
@@ -175,12 +178,12 @@ test("a failed write keeps the whole batch queued and the retry writes it once",
   meter.record(rec(org, keyId, { requestId: "a" }));
   meter.record(rec(org, keyId, { requestId: "b" }));
   // A real database failure: the table is briefly unavailable.
-  await s().db.execute(sql`alter table usage_records rename to usage_records_away`);
+  await s().db.execute(sql`alter table usage_requests rename to usage_requests_away`);
   try {
     await meter.flush();
     expect(meter.pending()).toBe(2);
   } finally {
-    await s().db.execute(sql`alter table usage_records_away rename to usage_records`);
+    await s().db.execute(sql`alter table usage_requests_away rename to usage_requests`);
   }
   expect((await s().keys.getKey(keyId)).spent).toBe(0); // one transaction: no spend without rows
   await meter.flush();
@@ -188,6 +191,78 @@ test("a failed write keeps the whole batch queued and the retry writes it once",
   expect((await usageRows(keyId)).map((r) => r.request_id)).toEqual(["a", "b"]);
   const per = catalogFor(s()).cost("gpt-4o", { inputTokens: 1000, outputTokens: 500 })!;
   expect((await s().keys.getKey(keyId)).spent).toBeCloseTo(2 * per, 6);
+});
+
+test("requests of one key, surface and models share one series, whichever process writes it first", async () => {
+  const org = await svc.org();
+  const { id: keyId } = await svc.key(org);
+  const first = usageMeterFor(s());
+  // A second meter over the same database, as another service process has: its own memory of series.
+  const second = new BatchingUsageMeter(s().db, catalogFor(s()), s().log, { flushMs: 600_000 });
+  try {
+    const unrouted = { upstreamModel: undefined, provider: undefined };
+    first.record(rec(org, keyId, { requestId: "a1" }));
+    await first.flush();
+    second.record(rec(org, keyId, { requestId: "b1" }));
+    second.record(rec(org, keyId, { requestId: "b2", ...unrouted }));
+    second.record(rec(org, keyId, { requestId: "b3", provider: "" }));
+    await second.flush();
+    first.record(rec(org, keyId, { requestId: "a2", ...unrouted }));
+    first.record(rec(org, keyId, { requestId: "a3", surface: "messages" }));
+    await first.flush();
+
+    const rows = rowsOf<{ request_id: string; series_id: number }>(
+      await s().db.execute(sql`select r.request_id, r.series_id from usage_requests r join usage_series s on s.id = r.series_id where s.key_id = ${keyId} order by r.request_id`),
+    );
+    const series = Object.fromEntries(rows.map((r) => [r.request_id, r.series_id]));
+    expect(Object.keys(series)).toEqual(["a1", "a2", "a3", "b1", "b2", "b3"]);
+    expect(series.b1).toBe(series.a1);
+    expect(series.b2).toBe(series.a2); // no upstream model and no provider: one series (NULLS NOT DISTINCT)
+    expect(new Set([series.a1, series.a2, series.a3, series.b3]).size).toBe(4); // "" is not null; another surface is another series
+    const [{ n }] = rowsOf<{ n: number }>(await s().db.execute(sql`select count(*)::int as n from usage_series where key_id = ${keyId}`));
+    expect(n).toBe(4);
+    // Read back through the view, each request with its own series spelled out.
+    const b3 = (await usageRows(keyId)).find((r) => r.request_id === "b3");
+    expect(b3).toMatchObject({ surface: "chat", public_model: "gpt-4o", upstream_model: "gpt-4o", provider: "" });
+  } finally {
+    await second.close();
+  }
+});
+
+test("the two-table migration carries over usage recorded in the former single table", async () => {
+  const { database, drop } = await freshDatabase();
+  const db = database.db;
+  try {
+    // Back to the layout before migration 0004: the single table as migration 0000 made it
+    // (0003 dropped its organization index), with rows in it, and 0004 not yet applied.
+    const [usageMigration] = embeddedMigrations.filter((m) => m.sql.includes('CREATE TABLE "usage_series"'));
+    const formerTable = embeddedMigrations[0].sql.split("--> statement-breakpoint").find((q) => q.includes('CREATE TABLE "usage_records"'))!;
+    await db.execute(sql`drop view usage_records`);
+    await db.execute(sql`drop table usage_requests`);
+    await db.execute(sql`drop table usage_series`);
+    await db.execute(sql.raw(formerTable));
+    await db.execute(sql`delete from drizzle.__drizzle_migrations where created_at = ${usageMigration.when}`);
+    await db.execute(sql`
+      insert into usage_records (id, organization_id, key_id, request_id, surface, public_model, upstream_model, provider, input_tokens, output_tokens, cost, latency_ms, status, streamed, created_at)
+      values ('use_1', 'org_a', 'key_a', 'r1', 'chat', 'gpt-4o', 'gpt-4o', 'openai', 10, 20, 0.000123456, 5, 200, false, '2026-01-01T00:00:00.001Z'),
+             ('use_2', 'org_a', 'key_a', 'r2', 'chat', 'gpt-4o', 'gpt-4o', 'openai', 1, 2, null, 6, 200, true, '2026-01-01T00:00:00.002Z'),
+             ('use_3', 'org_a', 'key_a', 'r3', 'chat', 'nope', null, null, 0, 0, null, 1, 404, false, '2026-01-01T00:00:00.003Z'),
+             ('use_4', 'org_b', 'key_b', 'r4', 'messages', 'claude', 'claude-x', 'anthropic', 3, 4, 0.5, 7, 200, true, '2026-01-01T00:00:00.004Z')`);
+
+    await migrate(db);
+
+    const rows = rowsOf<Row & { organization_id: string }>(await db.execute(sql`select * from usage_records order by request_id`));
+    expect(rows.map((r) => [r.organization_id, r.key_id, r.request_id, r.surface, r.public_model, r.upstream_model, r.provider, r.input_tokens, r.output_tokens, r.cost === null ? null : Number(r.cost), r.latency_ms, r.status, r.streamed, new Date(r.created_at).toISOString()])).toEqual([
+      ["org_a", "key_a", "r1", "chat", "gpt-4o", "gpt-4o", "openai", 10, 20, 0.000123456, 5, 200, false, "2026-01-01T00:00:00.001Z"],
+      ["org_a", "key_a", "r2", "chat", "gpt-4o", "gpt-4o", "openai", 1, 2, null, 6, 200, true, "2026-01-01T00:00:00.002Z"],
+      ["org_a", "key_a", "r3", "chat", "nope", null, null, 0, 0, null, 1, 404, false, "2026-01-01T00:00:00.003Z"],
+      ["org_b", "key_b", "r4", "messages", "claude", "claude-x", "anthropic", 3, 4, 0.5, 7, 200, true, "2026-01-01T00:00:00.004Z"],
+    ]);
+    const [{ n }] = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from usage_series`));
+    expect(n).toBe(3);
+  } finally {
+    await drop();
+  }
 });
 
 test("start-up stops on an invalid catalog section in CONFIG_FILE, naming the field", async () => {
