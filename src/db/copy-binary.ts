@@ -12,6 +12,7 @@ const SIGNATURE = [0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0
 /** Milliseconds between the Unix epoch and PostgreSQL's (2000-01-01 UTC). */
 const PG_EPOCH_MS = 946_684_800_000;
 const NBASE_DIGITS = 4;
+const NBASE = 10_000;
 
 export class BinaryCopyWriter {
   private buf: Uint8Array;
@@ -84,7 +85,10 @@ export class BinaryCopyWriter {
    */
   numeric(v: number | null, scale: number): this {
     if (v === null || !Number.isFinite(v)) return this.null();
-    const digits = base10000Digits(Math.abs(v).toFixed(scale));
+    // Most values (a request's cost) fit a safe integer once scaled: their digits come by
+    // arithmetic, about a fifth of the cost of formatting and slicing the decimal text.
+    const scaled = Math.round(Math.abs(v) * 10 ** scale);
+    const digits = Number.isSafeInteger(scaled) && scale <= 12 ? scaledDigits(scaled, scale) : base10000Digits(Math.abs(v).toFixed(scale));
     this.room(4 + 8 + 2 * digits.values.length);
     this.view.setInt32(this.at, 8 + 2 * digits.values.length);
     this.view.setInt16(this.at + 4, digits.values.length);
@@ -134,6 +138,30 @@ export function base10000Digits(fixed: string): { values: number[]; weight: numb
   const all: number[] = [];
   for (let i = 0; i < ints.length; i += NBASE_DIGITS) all.push(Number(ints.slice(i, i + NBASE_DIGITS)));
   for (let i = 0; i < fracs.length; i += NBASE_DIGITS) all.push(Number(fracs.slice(i, i + NBASE_DIGITS)));
+  let start = 0;
+  let end = all.length;
+  while (start < end && all[start] === 0) start++;
+  while (end > start && all[end - 1] === 0) end--;
+  if (start === end) return { values: [], weight: 0 };
+  return { values: all.slice(start, end), weight: intGroups - 1 - start };
+}
+
+/**
+ * The same digits as base10000Digits, for `scaled` = |value| x 10^scale, a safe integer,
+ * with scale <= 12: the integer part's groups, then the fraction padded to 12 digits
+ * (three groups), without leading or trailing zero groups.
+ */
+export function scaledDigits(scaled: number, scale: number): { values: number[]; weight: number } {
+  const unit = 10 ** scale;
+  let int = Math.floor(scaled / unit);
+  const frac = (scaled - int * unit) * 10 ** (12 - scale); // below 10^12: exact
+  const all: number[] = [];
+  while (int > 0) {
+    all.unshift(int % NBASE);
+    int = Math.floor(int / NBASE);
+  }
+  const intGroups = all.length;
+  all.push(Math.floor(frac / 1e8), Math.floor(frac / 1e4) % NBASE, frac % NBASE);
   let start = 0;
   let end = all.length;
   while (start < end && all[start] === 0) start++;

@@ -138,8 +138,13 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 
   private async drain(): Promise<void> {
-    while (this.queue.length) {
-      const batch = this.queue.splice(0, this.maxBatch);
+    // Only what is queued now: records that arrive while it writes wait for the next
+    // tick. Under load a few dozen arrive during each write, and writing them at once
+    // cost a transaction (about 1.5 ms on the embedded database) for a handful of rows.
+    let left = this.queue.length;
+    while (left > 0 && this.queue.length) {
+      const batch = this.queue.splice(0, Math.min(this.maxBatch, left));
+      left -= batch.length;
       try {
         await this.write(batch);
       } catch (err) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { PGlite } from "@electric-sql/pglite";
-import { BinaryCopyWriter, base10000Digits } from "../../src/db/copy-binary";
+import { BinaryCopyWriter, base10000Digits, scaledDigits } from "../../src/db/copy-binary";
 
 // The binary COPY writer against the server's own reading of the same values: each row
 // goes in once through binary COPY and once as text parameters, and both tables must
@@ -22,6 +22,9 @@ const rows: [number, string | null, number, number | null, boolean, number][] = 
   [7, "null cost", 1, null, false, Date.UTC(2026, 0, 1)],
   [8, "rounds below the scale", 1, 4e-10, false, Date.UTC(2026, 0, 1)],
   [9, "whole number", 1, 10_000, false, Date.UTC(2026, 0, 1)],
+  [10, "integer and fraction groups", 1, 1234.5, false, Date.UTC(2026, 0, 1)],
+  [11, "a typical request's cost", 1, 0.00018375, false, Date.UTC(2026, 0, 1)],
+  [12, "rounds up to the next group", 1, 0.9999999996, false, Date.UTC(2026, 0, 1)],
 ];
 
 test("rows written in binary read back as the same rows written as text", async () => {
@@ -47,6 +50,17 @@ test("a corrupt stream is refused by the server, not half-read", async () => {
   w.row(6).int4(1).text("only two fields");
   await expect(db.query("copy via_copy from '/dev/blob' with (format binary)", [], { blob: new Blob([w.finish()]) })).rejects.toThrow();
   expect((await db.query("select count(*)::int as n from via_copy where n = 1 and s = 'only two fields'")).rows).toEqual([{ n: 0 }]);
+});
+
+test("numeric digits by arithmetic equal those from the decimal text", () => {
+  const values = [0, 1e-9, 4e-10, 0.000012345, 0.00018375, 0.5, 0.9999999996, 1, 9999.9999, 10_000, 12345.678901234, 1234.5, 9_007_199.254740991];
+  for (let i = 0; i < 2000; i++) values.push(Math.random() * 10 ** Math.floor(Math.random() * 7 - 3));
+  for (const v of values) {
+    const scaled = Math.round(v * 1e9);
+    if (!Number.isSafeInteger(scaled)) continue;
+    const text = (scaled / 1e9).toFixed(9);
+    expect([v, scaledDigits(scaled, 9)]).toEqual([v, base10000Digits(text)]);
+  }
 });
 
 test("numeric digits: base 10000 groups around the decimal point", () => {
