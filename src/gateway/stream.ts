@@ -19,17 +19,28 @@ export interface PipeOptions {
   abort(): void;
 }
 
+/** What the pipe reads from: Bun's stream reader (readMany), or any reader with read(). */
+export interface UpstreamReader {
+  read(): Promise<ReadResult>;
+  readMany?(): Promise<ReadMany> | ReadMany;
+  cancel(reason?: unknown): Promise<void>;
+}
+type ReadMany = { done: boolean; value: Uint8Array[] };
+
 /**
- * Pipes an upstream SSE body to the client as it arrives. A direct stream (Bun): each
- * chunk is written straight to the client's connection, with no queue in between (about
- * a tenth cheaper per chunk than a pull-based stream). Upstream reads wait for the
- * client's connection to drain (backpressure); a client that goes away cancels the
- * stream, which aborts the upstream request. Upstream bytes pass through unchanged
- * unless a usage-only chunk must be dropped; events are only looked at to read usage
- * and to notice a stream that ends early, which then gets an error event in the
- * protocol's own format (the HTTP status has already been sent).
+ * Pipes an upstream SSE body to the client as it arrives. A direct stream (Bun): chunks
+ * are written straight to the client's connection, with no queue in between (about a
+ * tenth cheaper per chunk than a pull-based stream). Each wait on the upstream takes
+ * every chunk that has arrived by then (`readMany`), and what they add up to goes out
+ * with one flush: events still reach the client as they arrive, and a burst of events
+ * costs one socket write instead of one each. Writes wait for the client's connection
+ * to drain (backpressure); a client that goes away cancels the stream, which aborts the
+ * upstream request. Upstream bytes pass through unchanged unless a usage-only chunk must
+ * be dropped; events are only looked at to read usage and to notice a stream that ends
+ * early, which then gets an error event in the protocol's own format (the HTTP status
+ * has already been sent).
  */
-export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cancel(reason?: unknown): Promise<void> }, o: PipeOptions): ReadableStream<Uint8Array> {
+export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOptions): ReadableStream<Uint8Array> {
   const tap = new SseTap(o.codec, o.strip, o.usage);
   let done = false;
   let gone = false;
@@ -38,27 +49,36 @@ export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cance
     done = true;
     o.finish(status);
   };
+  const readOne = (): Promise<ReadMany> => reader.read().then((r) => ({ done: r.done, value: r.done ? [] : [r.value] }));
+  const readMany = (): Promise<ReadMany> | ReadMany => (reader.readMany ? reader.readMany() : readOne());
   const firstOut = tap.push(first);
   return new ReadableStream<Uint8Array>({
     type: "direct",
     async pull(controller) {
-      // Awaiting a write waits out backpressure; a flush sends what is buffered before
-      // the next upstream wait, so every event reaches the client as it arrives.
-      const send = async (bytes: Uint8Array) => {
-        await controller.write(bytes);
-        await controller.flush();
-      };
-      if (firstOut) await send(firstOut);
-      let pending: Promise<ReadResult> | undefined;
+      // Awaiting a write waits out backpressure; the flush sends what is buffered before
+      // the next upstream wait.
+      if (firstOut) await controller.write(firstOut);
+      let unflushed = firstOut !== undefined;
+      let pending: Promise<ReadMany> | undefined;
       for (;;) {
         if (gone) return;
-        let r: ReadResult | typeof IDLE;
+        let r: ReadMany | typeof IDLE;
         try {
-          pending ??= reader.read();
-          r = o.pingMs ? await raceIdle(pending, o.pingMs) : await pending;
+          let next = pending ?? readMany();
+          // An answer at once with nothing in it would spin this loop: wait instead.
+          if (!(next instanceof Promise) && !next.done && !next.value.length) next = readOne();
+          if (!(next instanceof Promise)) r = next; // already there: no wait, no flush yet
+          else {
+            if (unflushed) {
+              await controller.flush();
+              unflushed = false;
+            }
+            pending = next;
+            r = o.pingMs ? await raceIdle(next, o.pingMs) : await next;
+          }
         } catch (e) {
           if (done || gone) return;
-          await send(encoder.encode(o.codec.errorEvent(502, `upstream stream failed: ${(e as Error)?.message ?? "connection lost"}`)));
+          await controller.write(encoder.encode(o.codec.errorEvent(502, `upstream stream failed: ${(e as Error)?.message ?? "connection lost"}`)));
           controller.close();
           end(502);
           return;
@@ -66,19 +86,28 @@ export function pipeSse(first: Uint8Array, reader: { read(): Promise<any>; cance
         if (gone) return;
         if (r === IDLE) {
           // Only between events, never inside one, and never before the first event.
-          if (tap.atBoundary() && tap.events > 0) await send(PING);
+          if (tap.atBoundary() && tap.events > 0) {
+            await controller.write(PING);
+            await controller.flush();
+          }
           continue;
         }
         pending = undefined;
+        for (const chunk of r.value) {
+          const out = tap.push(chunk);
+          if (out) {
+            await controller.write(out);
+            unflushed = true;
+          }
+        }
         if (r.done) {
+          // Closing sends whatever is still buffered.
           const last = tap.end();
-          if (last.bytes) await send(last.bytes);
+          if (last.bytes) await controller.write(last.bytes);
           controller.close();
           end(last.status);
           return;
         }
-        const out = tap.push(r.value);
-        if (out) await send(out);
       }
     },
     cancel() {
