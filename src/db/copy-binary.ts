@@ -138,12 +138,7 @@ export function base10000Digits(fixed: string): { values: number[]; weight: numb
   const all: number[] = [];
   for (let i = 0; i < ints.length; i += NBASE_DIGITS) all.push(Number(ints.slice(i, i + NBASE_DIGITS)));
   for (let i = 0; i < fracs.length; i += NBASE_DIGITS) all.push(Number(fracs.slice(i, i + NBASE_DIGITS)));
-  let start = 0;
-  let end = all.length;
-  while (start < end && all[start] === 0) start++;
-  while (end > start && all[end - 1] === 0) end--;
-  if (start === end) return { values: [], weight: 0 };
-  return { values: all.slice(start, end), weight: intGroups - 1 - start };
+  return trimmed(all, intGroups);
 }
 
 /**
@@ -162,10 +157,15 @@ export function scaledDigits(scaled: number, scale: number): { values: number[];
   }
   const intGroups = all.length;
   all.push(Math.floor(frac / 1e8), Math.floor(frac / 1e4) % NBASE, frac % NBASE);
+  return trimmed(all, intGroups);
+}
+
+/** `groups` (the first `intGroups` of them before the decimal point) without leading or trailing zero groups, and the first one's weight. */
+function trimmed(groups: number[], intGroups: number): { values: number[]; weight: number } {
   let start = 0;
-  let end = all.length;
-  while (start < end && all[start] === 0) start++;
-  while (end > start && all[end - 1] === 0) end--;
+  let end = groups.length;
+  while (start < end && groups[start] === 0) start++;
+  while (end > start && groups[end - 1] === 0) end--;
   if (start === end) return { values: [], weight: 0 };
-  return { values: all.slice(start, end), weight: intGroups - 1 - start };
+  return { values: groups.slice(start, end), weight: intGroups - 1 - start };
 }
