@@ -35,6 +35,11 @@ export interface ProtocolCodec {
   errorEvent(status: number, message: string): string;
   /** Whether a stream without the protocol's final event counts as truncated. */
   hasTerminalEvent: boolean;
+  /**
+   * Whether nothing may follow the final event, so the client's stream can end with it
+   * instead of waiting for the upstream to close its body.
+   */
+  lastEventIsTerminal: boolean;
 }
 
 const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
@@ -51,6 +56,7 @@ const USAGE_NULL = /"usage"\s*:\s*null/;
 
 const chat: ProtocolCodec = {
   hasTerminalEvent: true,
+  lastEventIsTerminal: true, // data: [DONE]
   markers: ['"usage"', "[DONE]"],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.prompt_tokens);
@@ -74,6 +80,7 @@ const chat: ProtocolCodec = {
 
 const messages: ProtocolCodec = {
   hasTerminalEvent: true,
+  lastEventIsTerminal: true, // message_stop
   markers: ["message_start", "message_delta", "message_stop"],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
@@ -103,6 +110,7 @@ const messages: ProtocolCodec = {
 
 const responses: ProtocolCodec = {
   hasTerminalEvent: true,
+  lastEventIsTerminal: true, // response.completed / incomplete / failed, error
   markers: ["response.completed", "response.incomplete", "response.failed", "error"],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
@@ -129,6 +137,8 @@ const GENVENDOR_STATUS: Record<number, string> = { 502: "INTERNAL", 503: "UNAVAI
 
 const generateContent: ProtocolCodec = {
   hasTerminalEvent: true,
+  // A chunk with a finishReason may still be followed by one carrying usage.
+  lastEventIsTerminal: false,
   markers: ['"usageMetadata"', '"finishReason"'],
   usageFromBody(json, u) {
     const m = json?.usageMetadata;
@@ -148,6 +158,7 @@ const generateContent: ProtocolCodec = {
 const interactions: ProtocolCodec = {
   // Event types are open-ended (spec: forwarded unfiltered), so no event is required last.
   hasTerminalEvent: false,
+  lastEventIsTerminal: false,
   markers: ['"total_input_tokens"', '"total_output_tokens"'],
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.total_input_tokens);

@@ -18,6 +18,7 @@ let keyId: string;
 let openai: OpenAI;
 let flaky: ReturnType<typeof startClosingUpstream>;
 let complete: ReturnType<typeof startCompleteStreamUpstream>;
+let lingering: ReturnType<typeof startLingeringUpstream>;
 
 /**
  * A raw HTTP/1.1 upstream that answers the first request of each connection (keep-alive)
@@ -88,6 +89,48 @@ function startCompleteStreamUpstream() {
   return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) };
 }
 
+/**
+ * An upstream that streams a chat answer event by event and, after `data: [DONE]`, keeps
+ * its body open until `release()`; then it sends one more (stray) event and ends.
+ */
+function startLingeringUpstream() {
+  const chunk = (o: object) => `data: ${JSON.stringify({ id: "chatcmpl-l", object: "chat.completion.chunk", created: 1, model: "m", ...o })}\n\n`;
+  const events = [
+    chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "done " }, finish_reason: null }] }),
+    chunk({ choices: [{ index: 0, delta: { content: "early" }, finish_reason: "stop" }] }),
+    chunk({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } }),
+    "data: [DONE]\n\n",
+  ];
+  const state = { holding: 0, ended: 0 };
+  let release = () => {};
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      await req.text();
+      const held = new Promise<void>((resolve) => (release = resolve));
+      return new Response(
+        new ReadableStream({
+          type: "direct",
+          async pull(controller) {
+            for (const e of events) {
+              controller.write(e);
+              await controller.flush();
+            }
+            state.holding++;
+            await held;
+            controller.write(chunk({ choices: [{ index: 0, delta: { content: "stray" }, finish_reason: null }] }));
+            controller.close();
+            state.ended++;
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      );
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, state, release: () => release(), stop: () => server.stop(true) };
+}
+
 const hits = (mock: LLMock, text: string) =>
   mock.getRequests().filter((r) => JSON.stringify(r.body ?? "").includes(text)).length;
 
@@ -96,6 +139,7 @@ beforeAll(async () => {
   secondary = await startUpstream();
   flaky = startClosingUpstream();
   complete = startCompleteStreamUpstream();
+  lingering = startLingeringUpstream();
   primary.onMessage("fallback on 500", { error: { message: "primary broke", type: "server_error" }, status: 500 });
   primary.onMessage("fallback on 429", { error: { message: "slow down", type: "rate_limit_error" }, status: 429 });
   primary.onMessage("always failing", { error: { message: "primary broke", type: "server_error" }, status: 500 });
@@ -115,6 +159,7 @@ beforeAll(async () => {
       dead: { plugin: "openai", apiKey: "k3", baseURL: "http://127.0.0.1:1/v1" },
       flaky: { plugin: "openai", apiKey: "k6", baseURL: `${flaky.url}/v1` },
       complete: { plugin: "openai", apiKey: "k7", baseURL: `${complete.url}/v1` },
+      lingering: { plugin: "openai", apiKey: "k9", baseURL: `${lingering.url}/v1` },
       "claude-complete": { plugin: "anthropic", apiKey: "k8", baseURL: complete.url },
       claude: { plugin: "anthropic", apiKey: "k4", baseURL: primary.url },
       "claude-picky": { plugin: "anthropic", apiKey: "k5", baseURL: secondary.url, betas: ["known-beta"], unsupportedBetas: "skip" },
@@ -127,6 +172,7 @@ beforeAll(async () => {
       "dead-only": [{ provider: "dead", model: "m" }],
       "flaky-only": [{ provider: "flaky", model: "m" }],
       "complete-chat": [{ provider: "complete", model: "m" }],
+      "lingering-chat": [{ provider: "lingering", model: "m" }],
       "complete-usage": [{ provider: "complete", model: "m" }],
       "complete-nulls": [{ provider: "complete", model: "m" }],
       "complete-messages": [{ provider: "claude-complete", model: "m" }],
@@ -155,6 +201,7 @@ afterAll(async () => {
   await secondary?.stop();
   flaky?.stop();
   complete?.stop();
+  lingering?.stop();
 });
 
 const chat = (model: string, content: string) => openai.chat.completions.create({ model, messages: [{ role: "user", content }] });
@@ -274,6 +321,26 @@ describe("streams", () => {
     expect([row.status, row.inputTokens, row.outputTokens]).toEqual([502, 7, 3]);
     const ok = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === "complete-messages"));
     expect(ok.status).toBe(200);
+  });
+
+  test("a chat stream ends for the client at data: [DONE], without waiting for the upstream to end its body", async () => {
+    const res = await svc.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "lingering-chat", messages: [{ role: "user", content: "hi" }], stream: true }),
+    });
+    const text = await res.text();
+    // The client has the whole answer while the upstream still holds its body open.
+    expect(lingering.state).toEqual({ holding: 1, ended: 0 });
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(text).toContain('"content":"early"');
+    expect(text).not.toContain('"usage"'); // asked for on the client's behalf, dropped again
+    const row = await eventually(async () => (await usageOf(svc, keyId)).find((u) => u.publicModel === "lingering-chat"));
+    expect(row).toMatchObject({ status: 200, inputTokens: 5, outputTokens: 2, streamed: true });
+    // The rest of the upstream body is read and discarded; nothing more reaches anyone.
+    lingering.release();
+    await eventually(async () => (lingering.state.ended === 1 ? true : undefined));
+    expect((await usageOf(svc, keyId)).filter((u) => u.publicModel === "lingering-chat")).toHaveLength(1);
   });
 
   test("a failure after the stream started arrives as an in-stream error event", async () => {
