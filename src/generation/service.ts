@@ -243,7 +243,12 @@ export class Generation {
   async settle(p: Prediction, fresh = false): Promise<void> {
     if (p.settlement !== "pending" || (LIVE_STATUSES as readonly string[]).includes(p.status)) return;
     // Right after the terminal transition nothing can have been recorded yet; the sweeper looks first.
-    const recorded = async () => !fresh && rowsOf(await this.s.db.execute(sql`select 1 from usage_records where key_id = ${p.keyId} and request_id = ${p.id} limit 1`)).length > 0;
+    // The usage row is written after the task was created: the look-up reads the key's usage
+    // from then on (less an hour for clock skew between the service and a database server),
+    // not the key's whole history.
+    const since = new Date(p.createdAt.getTime() - 3_600_000).toISOString();
+    const recorded = async () =>
+      !fresh && rowsOf(await this.s.db.execute(sql`select 1 from usage_records where key_id = ${p.keyId} and request_id = ${p.id} and created_at >= ${since}::timestamptz limit 1`)).length > 0;
     if (!(await recorded())) {
       const meter = usageMeterFor(this.s);
       const u = p.usage ?? {};
@@ -267,7 +272,7 @@ export class Generation {
     await this.s.db.execute(sql`
       update predictions set settlement = 'settled', settled_at = now()
       where id = ${p.id} and settlement = 'pending'
-        and exists (select 1 from usage_records where key_id = ${p.keyId} and request_id = ${p.id})`);
+        and exists (select 1 from usage_records where key_id = ${p.keyId} and request_id = ${p.id} and created_at >= ${since}::timestamptz)`);
   }
 
   /** Settles tasks a crash left unsettled and archives tasks past the retention. */
