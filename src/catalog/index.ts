@@ -3,6 +3,7 @@ import { ConfigError } from "../config";
 import type { Services } from "../services";
 import { type CatalogConfig, parseCatalogConfig } from "./config";
 import { type Entry, entryByPattern, seedEntries } from "./dataset";
+import { ruleCost } from "./pricing";
 import type { Catalog, CatalogModel, TokenUsage } from "./types";
 
 export type { Catalog, CatalogModel, ModelKind, TokenUsage } from "./types";
@@ -45,15 +46,19 @@ class ModelCatalog implements Catalog {
     return this.vendors.get(vendor) ?? [];
   }
 
-  cost(modelId: string, usage: TokenUsage): number | undefined {
+  cost(modelId: string, usage: TokenUsage, at = Date.now()): number | undefined {
     const entry = this.entry(modelId);
     if (!entry) return undefined;
     const inputTokens = Math.max(0, usage.inputTokens || 0);
     const outputTokens = Math.max(0, usage.outputTokens || 0);
     if (entry.pricedBy && !entry.priceOverridden && !isFlat(entry.rule)) {
-      // The dataset's own calculator applies long-context tiers and date-dependent prices
-      // (7-80 us a call, so flat prices, the common case, are computed below instead).
-      const r = calcPrice({ input_tokens: inputTokens, output_tokens: outputTokens }, modelId, { providerId: entry.pricedBy });
+      // Long-context tiers and date-dependent prices, as the dataset's own calculator
+      // computes them (pricing.ts); the calculator itself (7-80 us a call) only for a
+      // price shape that module does not know.
+      const timestamp = new Date(at);
+      const own = entry.rule && ruleCost(entry.rule, inputTokens, outputTokens, timestamp);
+      if (own !== undefined) return own;
+      const r = calcPrice({ input_tokens: inputTokens, output_tokens: outputTokens }, modelId, { providerId: entry.pricedBy, timestamp });
       if (r) return r.total_price;
     }
     if (entry.pricedBy && !entry.priceOverridden && entry.rule && !Array.isArray(entry.rule.prices)) {

@@ -32,6 +32,10 @@ export interface Catalog {
    */
   get(id: string): CatalogModel | undefined;
   byVendor(vendor: string): CatalogModel[];
-  /** USD for a request, or undefined when the model has no known price. */
-  cost(modelId: string, usage: TokenUsage): number | undefined;
+  /**
+   * USD for a request, or undefined when the model has no known price. `at` (epoch ms,
+   * default now): when the request was made, for prices that depend on the date or the
+   * time of day.
+   */
+  cost(modelId: string, usage: TokenUsage, at?: number): number | undefined;
 }

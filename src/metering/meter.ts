@@ -165,7 +165,7 @@ export class BatchingUsageMeter implements UsageMeter {
       const cost =
         typeof u.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0
           ? u.cost
-          : ((u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage) : undefined) ?? this.catalog.cost(u.publicModel, usage));
+          : ((u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage, u.at) : undefined) ?? this.catalog.cost(u.publicModel, usage, u.at));
       if (cost && cost > 0) spend.set(u.keyId, (spend.get(u.keyId) ?? 0) + cost);
       return {
         series: {

@@ -93,6 +93,41 @@ describe("catalog seeded from the public datasets", () => {
     expect(checked).toBeGreaterThan(300);
   });
 
+  test("tiered and dated prices cost what the calculator says at any time of day and date, on both sides of every tier", () => {
+    const providerOf: Record<string, string> = Object.fromEntries(VENDOR_SOURCES.map((v) => [v.vendor, v.prices]));
+    const usages = [
+      { inputTokens: 0, outputTokens: 0 },
+      { inputTokens: 1, outputTokens: 1 },
+      { inputTokens: 128_000, outputTokens: 50 },
+      { inputTokens: 128_001, outputTokens: 50 },
+      { inputTokens: 200_000, outputTokens: 10 },
+      { inputTokens: 200_001, outputTokens: 10 },
+      { inputTokens: 1_500_000, outputTokens: 100_000 },
+    ];
+    // Every half hour of a day (time-of-day discounts), on dates before and after price changes.
+    const times: Date[] = [];
+    for (const day of ["2024-06-01", "2025-09-15", "2026-11-24", "2027-03-01"]) {
+      for (let minutes = 0; minutes < 24 * 60; minutes += 30) times.push(new Date(Date.parse(`${day}T00:00:00Z`) + minutes * 60_000 + 1));
+    }
+    let priced = 0;
+    for (const m of catalog.list()) {
+      const first = calcPrice({ input_tokens: 1000, output_tokens: 1000 }, m.id, { providerId: providerOf[m.vendor] });
+      if (!first) continue;
+      const dated = Array.isArray(first.model.prices);
+      const tiered = !dated && Object.values(first.model.prices).some((p) => typeof p === "object");
+      if (!dated && !tiered) continue;
+      priced++;
+      for (const timestamp of dated ? times : [times[0]]) {
+        for (const u of usages) {
+          const r = calcPrice({ input_tokens: u.inputTokens, output_tokens: u.outputTokens }, m.id, { providerId: providerOf[m.vendor], timestamp })!;
+          const at = `${m.id} ${timestamp.toISOString()} ${u.inputTokens}/${u.outputTokens}`;
+          expect(`${at}: ${catalog.cost(m.id, u, timestamp.getTime())?.toFixed(12)}`).toBe(`${at}: ${r.total_price.toFixed(12)}`);
+        }
+      }
+    }
+    expect(priced).toBeGreaterThan(30);
+  });
+
   test("dated snapshots the price rules match are known without being listed", () => {
     const openaiRules = findProvider({ providerId: "openai" })!.models.find((m) => m.id === "gpt-4o")!;
     expect(JSON.stringify(openaiRules.match)).toContain("gpt-4o-2024-08-06");
