@@ -193,6 +193,16 @@ export class SseTap {
 
   /** Returns what to send for this upstream chunk (the chunk itself unless something was dropped). */
   push(chunk: Uint8Array): Uint8Array | undefined {
+    // Most chunks of a live stream are whole events that carry neither usage nor the end
+    // of the stream: those pass without being decoded (markers are ASCII, so a byte
+    // search finds them as the text search would).
+    if (this.buf.length === 0 && endsWithBlankLine(chunk)) {
+      const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (!markerBytesOf(this.codec).some((m) => bytes.includes(m))) {
+        if (bytes.includes(DATA)) this.events++;
+        return chunk;
+      }
+    }
     if (!this.strip) {
       this.buf += this.decoder.decode(chunk, { stream: true });
       this.scan(false);
@@ -266,6 +276,20 @@ export class SseTap {
     this.buf = start === 0 ? buf : buf.slice(start);
     return kept;
   }
+}
+
+const DATA = Buffer.from("data:");
+const markerBytes = new WeakMap<ProtocolCodec, Buffer[]>();
+function markerBytesOf(codec: ProtocolCodec): Buffer[] {
+  let m = markerBytes.get(codec);
+  if (!m) markerBytes.set(codec, (m = codec.markers.map((t) => Buffer.from(t))));
+  return m;
+}
+
+/** Whether the bytes end an SSE event ("\n\n"; a chunk ending "\r\n\r\n" takes the decoding path). */
+function endsWithBlankLine(chunk: Uint8Array): boolean {
+  const n = chunk.byteLength;
+  return n >= 2 && chunk[n - 1] === 10 && chunk[n - 2] === 10;
 }
 
 function parseEvent(raw: string): StreamEvent | undefined {
