@@ -86,7 +86,8 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
           if (!(next instanceof Promise)) r = next; // already there: no wait, no flush yet
           else {
             if (unflushed) {
-              await controller.flush();
+              const flushed = controller.flush();
+              if (typeof flushed !== "number") await flushed;
               unflushed = false;
             }
             pending = next;
@@ -112,7 +113,10 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
         for (const chunk of r.value) {
           const out = tap.push(chunk);
           if (out) {
-            await controller.write(out);
+            // A promise only when the client's connection is backed up: awaited then, and
+            // not otherwise (an await of a number still costs a turn of the microtask queue).
+            const written = controller.write(out);
+            if (typeof written !== "number") await written;
             unflushed = true;
           }
         }
