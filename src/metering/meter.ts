@@ -57,7 +57,7 @@ const MAX_TEXT = 256;
  * its series of organization, key, surface and models (see schema.ts), plus one UPDATE
  * adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
  * process's key cache picks up the new spend and the spending limit takes effect).
- * Costs come from the catalog at write time. A failed write puts the batch back and
+ * Costs come from the catalog, at each request's time. A failed write puts the batch back and
  * retries; `close()` drains the queue at shutdown.
  */
 export class BatchingUsageMeter implements UsageMeter {
@@ -213,10 +213,15 @@ export class BatchingUsageMeter implements UsageMeter {
    */
   private async assignSeries(rows: UsageRow[]): Promise<void> {
     const missing = new Map<string, SeriesDims>();
+    const unassigned: [UsageRow, string][] = [];
     for (const r of rows) {
-      const id = this.seriesIds.get(seriesKey(r.series));
-      if (id === undefined) missing.set(seriesKey(r.series), r.series);
-      else r.series_id = id;
+      const key = seriesKey(r.series);
+      const id = this.seriesIds.get(key);
+      if (id !== undefined) r.series_id = id;
+      else {
+        missing.set(key, r.series);
+        unassigned.push([r, key]);
+      }
     }
     if (!missing.size) return;
     const created = rowsOf<SeriesDims & { id: number }>(
@@ -231,13 +236,12 @@ export class BatchingUsageMeter implements UsageMeter {
     if (this.seriesIds.size + created.length > MAX_SERIES_REMEMBERED) this.seriesIds.clear();
     const fresh = new Map<string, number>();
     for (const c of created) fresh.set(seriesKey(c), c.id);
-    for (const r of rows) {
-      if (r.series_id) continue;
-      const id = fresh.get(seriesKey(r.series));
+    for (const [r, key] of unassigned) {
+      const id = fresh.get(key);
       if (id === undefined) throw new Error("usage series was not created"); // the batch is retried
       r.series_id = id;
     }
-    for (const [k, id] of fresh) this.seriesIds.set(k, Number(id));
+    for (const [key, id] of fresh) this.seriesIds.set(key, id);
   }
 }
 
