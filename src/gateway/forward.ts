@@ -29,8 +29,8 @@ export interface Call {
    * it); returning false means its usage was already counted and is not recorded again.
    */
   onBody?(json: any, c: Candidate, res: Headers): boolean | void | Promise<boolean | void>;
-  /** Sees the first bytes of a successful stream. */
-  onStreamStart?(first: Uint8Array, c: Candidate): void | Promise<void>;
+  /** Sees the first bytes of a successful stream (all of it, as text, when it came complete). */
+  onStreamStart?(first: Uint8Array | string, c: Candidate): void | Promise<void>;
 }
 
 export interface Deps {
@@ -149,9 +149,9 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       // while reading it still falls back, as nothing has reached the client.
       // (A compressed body's declared length is not that of the bytes read: not this path.)
       if (declared > 0 && declared <= COMPLETE_STREAM_MAX_BYTES) {
-        const whole = await res.bytes();
+        const whole = await res.text();
         settle();
-        if (!whole.byteLength) {
+        if (!whole.length) {
           d.router.failed(c);
           last = endedEarly(c);
           continue;

@@ -41,7 +41,7 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
       },
       async onStreamStart(first, c) {
         // The first event (interaction.created) carries the id.
-        const m = /"id"\s*:\s*"([^"]+)"/.exec(new TextDecoder().decode(first));
+        const m = /"id"\s*:\s*"([^"]+)"/.exec(typeof first === "string" ? first : new TextDecoder().decode(first));
         await remember(m?.[1], c, true);
       },
     },

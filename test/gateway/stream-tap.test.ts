@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { CODECS } from "../../src/gateway/protocols";
-import { SseTap } from "../../src/gateway/stream";
+import { completeSse, SseTap } from "../../src/gateway/stream";
 
 // The stream tap against every way an upstream may cut the same stream into chunks:
 // whatever the cuts, the client gets the same bytes (minus the usage chunk when it was
@@ -29,14 +29,15 @@ function cut(bytes: Uint8Array, at: number[]): Uint8Array[] {
 function run(parts: Uint8Array[], strip: boolean) {
   const usage = { inputTokens: 0, outputTokens: 0 };
   const tap = new SseTap(CODECS.chat, strip, usage);
-  const out: Uint8Array[] = [];
+  let text = "";
+  const decoder = new TextDecoder();
   for (const p of parts) {
     const o = tap.push(p);
-    if (o) out.push(o);
+    if (o) text += typeof o === "string" ? o : decoder.decode(o, { stream: true });
   }
   const last = tap.end();
-  if (last.bytes) out.push(last.bytes);
-  return { text: new TextDecoder().decode(Buffer.concat(out)), usage, status: last.status, terminal: tap.terminal, events: tap.events };
+  text += decoder.decode() + (last.text ?? "");
+  return { text, usage, status: last.status, terminal: tap.terminal, events: tap.events };
 }
 
 const boundaries = events.reduce<number[]>((acc, e) => [...acc, (acc.at(-1) ?? 0) + new TextEncoder().encode(e).byteLength], []).slice(0, -1);
@@ -69,4 +70,38 @@ test("a stream cut off before its last event is reported as truncated, whatever 
     expect(r.text.startsWith(events.slice(0, 4).join(""))).toBe(true);
     expect(r.text).toContain('"error"');
   }
+});
+
+// A stream that arrived complete is handled as text (completeSse): the same events out,
+// the same usage and end, with "\n" or "\r\n" line ends, cut short or not.
+function complete(text: string, strip: boolean) {
+  const usage = { inputTokens: 0, outputTokens: 0 };
+  let status = 0;
+  const out = completeSse(text, { codec: CODECS.chat, strip, pingMs: 0, usage, finish: (s) => (status = s), abort() {} });
+  return { out, usage, status };
+}
+
+test("a complete stream read as text gives what its bytes would", () => {
+  const whole = events.join("");
+  for (const strip of [false, true]) {
+    expect(complete(whole, strip)).toEqual({ out: strip ? withoutUsage : whole, usage: { inputTokens: 12, outputTokens: 9 }, status: 200 });
+    // Every chunking of the bytes gives the client the same text.
+    expect(run(cut(stream, boundaries), strip).text).toBe(complete(whole, strip).out);
+  }
+  // CRLF line ends take the decoding path: usage is still read and dropped, the end seen.
+  const crlf = events.join("").replaceAll("\n", "\r\n");
+  const r = complete(crlf, true);
+  expect([r.usage, r.status, r.out.includes('"usage"'), r.out.includes("[DONE]")]).toEqual([{ inputTokens: 12, outputTokens: 9 }, 200, false, true]);
+  // Without its blank line at the end, the last event still counts.
+  expect(complete(whole.slice(0, -2), true)).toEqual({ out: withoutUsage, usage: { inputTokens: 12, outputTokens: 9 }, status: 200 });
+});
+
+test("a complete stream without its last event ends with an error event", () => {
+  const r = complete(events.slice(0, 4).join(""), true);
+  expect(r.status).toBe(502);
+  expect(r.out.startsWith(events.slice(0, 4).join(""))).toBe(true);
+  expect(JSON.parse(r.out.slice(r.out.lastIndexOf("data: ") + 6))).toMatchObject({ error: { type: "server_error" } });
+  // Only the usage chunk is dropped, wherever it sits, and both copies of a repeated one.
+  const twice = events.slice(0, 4).join("") + usageChunk + usageChunk + "data: [DONE]\n\n";
+  expect(complete(twice, true).out).toBe(events.slice(0, 4).join("") + "data: [DONE]\n\n");
 });
