@@ -4,6 +4,7 @@
  * organizations and API keys on the configured database without a browser.
  */
 import { parseArgs } from "node:util";
+import { restartWithAllocatorTuned } from "./allocator";
 import { ConfigError, loadConfig } from "./config";
 import { openDatabase } from "./db/client";
 import { keyJson, organizationJson } from "./keys/admin-routes";
@@ -37,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
     return res?.ok ? 0 : 1;
   }
   if (command === "serve") {
+    await restartWithAllocatorTuned(config);
     const server = await startServer(config);
     const shutdown = (signal: string) => {
       server.services.log.info("signal received", { signal });

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnService } from "../helpers/process";
+
+// `serve` replaces itself once so that the allocator keeps the memory it frees
+// (src/allocator.ts). Read off the running process's own environment, by its process id.
+const root = join(import.meta.dir, "../..");
+const serve = ["bun", join(root, "src/main.ts"), "serve"];
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "gw-alloc-"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function environ(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean);
+  return Object.fromEntries(entries.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+}
+
+test("a new embedded database is created first; the service then runs, as the same process, with purging off", async () => {
+  const dataDir = join(dir, "fresh");
+  const svc = await spawnService(serve, { DATA_DIR: dataDir, LOG_LEVEL: "info" }, { timeoutMs: 60_000 });
+  try {
+    await svc.waitFor(/\n\s+(sk-[0-9a-f]{64})\n/);
+    expect(environ(svc.proc.pid).MIMALLOC_PURGE_DELAY).toBe("-1");
+    expect(svc.output()).toContain("creating the embedded database before the service starts");
+    // The replacement found the database made before it: one organization, one key, printed once.
+    const keys = [...new Set(svc.output().match(/sk-[0-9a-f]{64}/g))];
+    expect(keys.length).toBe(1);
+    expect(svc.output().match(/created organization 'default'/g)?.length).toBe(1);
+    const res = await fetch(`${svc.url}/v1/models`, { headers: { authorization: `Bearer ${keys[0]}` } });
+    expect(res.status).toBe(200);
+  } finally {
+    expect(await svc.kill("SIGTERM")).toBe(0);
+  }
+  // A restart on the existing data directory replaces itself without creating anything.
+  const again = await spawnService(serve, { DATA_DIR: dataDir, LOG_LEVEL: "info" });
+  try {
+    expect(environ(again.proc.pid).MIMALLOC_PURGE_DELAY).toBe("-1");
+    expect(again.output()).not.toContain("creating the embedded database");
+    expect(again.output()).not.toMatch(/sk-[0-9a-f]{64}/);
+  } finally {
+    await again.kill("SIGTERM");
+  }
+}, 120_000);
+
+test("an operator's own setting is kept, GATEWAY_ALLOCATOR_TUNING=off keeps the defaults", async () => {
+  const own = await spawnService(serve, { DATA_DIR: join(dir, "own"), MIMALLOC_PURGE_DELAY: "250", LOG_LEVEL: "info" }, { timeoutMs: 60_000 });
+  try {
+    expect(environ(own.proc.pid).MIMALLOC_PURGE_DELAY).toBe("250");
+    expect(own.output()).not.toContain("creating the embedded database before the service starts");
+  } finally {
+    await own.kill("SIGTERM");
+  }
+  const off = await spawnService(serve, { DATA_DIR: join(dir, "off"), GATEWAY_ALLOCATOR_TUNING: "off" }, { timeoutMs: 60_000 });
+  try {
+    expect(environ(off.proc.pid).MIMALLOC_PURGE_DELAY).toBeUndefined();
+  } finally {
+    await off.kill("SIGTERM");
+  }
+}, 120_000);
