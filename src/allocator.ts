@@ -10,8 +10,8 @@ import { createLogger } from "./log";
  * after they are freed and again on every forced collection. A busy service frees and
  * reuses the same memory all the time, so those pages are then faulted back in: on the
  * 2-core benchmark machine the page faults, TLB flushes and the allocator's background
- * purging cost 35-95 us of CPU per proxied request, a third to half of all the service's
- * CPU, and throughput went up by a quarter to a half with purging off (docs/benchmarks.md).
+ * purging cost 37-95 us of CPU per proxied request, a quarter to over a third of all the
+ * service's CPU, and throughput went up by 25-55% with purging off (docs/benchmarks.md).
  * The price is that memory freed stays with the process for reuse: its resident size stays
  * at its high-water mark instead of shrinking when idle.
  *
