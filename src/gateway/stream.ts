@@ -207,7 +207,7 @@ export class SseTap {
       const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       if (!bytes.includes(CR)) {
         if (bytes.includes(DATA)) this.events++;
-        const drops = this.inspectWholeEvents(bytes, neededBytesOf(this.codec), (from, to) => utf8.decode(chunk.subarray(from, to)));
+        const drops = this.inspectWholeEvents(bytes, needlesOf(this.codec).bytes, (from, to) => utf8.decode(chunk.subarray(from, to)));
         if (!drops) return chunk;
         const out = Buffer.concat(keptRanges(chunk.byteLength, drops).map(([from, to]) => chunk.subarray(from, to)));
         return out.byteLength ? out : undefined;
@@ -225,7 +225,7 @@ export class SseTap {
   pushText(text: string): string | undefined {
     if (this.buf.length === 0 && text.endsWith("\n\n") && !text.includes("\r")) {
       if (text.includes("data:")) this.events++;
-      const drops = this.inspectWholeEvents(text, neededTextOf(this.codec), (from, to) => text.slice(from, to));
+      const drops = this.inspectWholeEvents(text, needlesOf(this.codec).text, (from, to) => text.slice(from, to));
       if (!drops) return text;
       return keptRanges(text.length, drops).map(([from, to]) => text.slice(from, to)).join("") || undefined;
     }
@@ -336,16 +336,14 @@ interface Needles {
   markers: readonly (string | Buffer)[];
   blankLine: string | Buffer;
 }
-const neededText = new WeakMap<ProtocolCodec, Needles>();
-const neededBytes = new WeakMap<ProtocolCodec, Needles>();
-function neededTextOf(codec: ProtocolCodec): Needles {
-  let n = neededText.get(codec);
-  if (!n) neededText.set(codec, (n = { markers: codec.markers, blankLine: "\n\n" }));
-  return n;
-}
-function neededBytesOf(codec: ProtocolCodec): Needles {
-  let n = neededBytes.get(codec);
-  if (!n) neededBytes.set(codec, (n = { markers: codec.markers.map((m) => Buffer.from(m)), blankLine: Buffer.from("\n\n") }));
+const needles = new WeakMap<ProtocolCodec, { text: Needles; bytes: Needles }>();
+/** A codec's markers and the blank line, as text and as bytes (built once per codec). */
+function needlesOf(codec: ProtocolCodec): { text: Needles; bytes: Needles } {
+  let n = needles.get(codec);
+  if (!n) {
+    n = { text: { markers: codec.markers, blankLine: "\n\n" }, bytes: { markers: codec.markers.map((m) => Buffer.from(m)), blankLine: Buffer.from("\n\n") } };
+    needles.set(codec, n);
+  }
   return n;
 }
 
