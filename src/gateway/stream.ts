@@ -41,9 +41,24 @@ type ReadMany = { done: boolean; value: Uint8Array[] };
  * be dropped; events are only looked at to read usage and to notice a stream that ends
  * early, which then gets an error event in the protocol's own format (the HTTP status
  * has already been sent).
+ *
+ * When the first read already holds the protocol's last event (a short answer from a fast
+ * upstream: every event arrived before the gateway first looked), nothing more can come:
+ * the answer is the text, sent as one body, and the upstream body is read to its end in
+ * the background. A JavaScript stream costs the server more than the events it would
+ * carry here (measured: 111 against 98 us of CPU per 7-event stream).
  */
-export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOptions): ReadableStream<Uint8Array> {
+export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOptions): ReadableStream<Uint8Array> | string {
   const tap = new SseTap(o.codec, o.strip, o.usage);
+  const firstOut = tap.push(first);
+  // The protocol's last event has passed: the client's stream ends now, not when the
+  // upstream closes its body (which is then read to its end in the background, so its
+  // connection can be reused).
+  const lastEventPassed = () => tap.terminal && o.codec.lastEventIsTerminal;
+  if (lastEventPassed()) {
+    void drain(reader);
+    return wholeAnswer(tap, firstOut instanceof Uint8Array ? utf8.decode(firstOut) : firstOut, o);
+  }
   let done = false;
   let gone = false;
   const end = (status: number) => {
@@ -53,7 +68,6 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
   };
   const readOne = (): Promise<ReadMany> => reader.read().then((r) => ({ done: r.done, value: r.done ? [] : [r.value] }));
   const readMany = (): Promise<ReadMany> | ReadMany => (reader.readMany ? reader.readMany() : readOne());
-  const firstOut = tap.push(first);
   return new ReadableStream<Uint8Array>({
     type: "direct",
     async pull(controller) {
@@ -66,16 +80,11 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
         end(last.status);
         if (!upstreamDone) void drain(reader);
       };
-      // The protocol's last event has passed: the client's stream ends now, not a turn of
-      // the event loop later when the upstream closes its body. Ending in the same turn as
-      // the last write sends the data and the end of the body together (a separate turn
-      // cost a socket write of its own: 6-9 us per stream). The upstream body is then read
-      // to its end in the background, so its connection can be reused.
-      const lastEventPassed = () => tap.terminal && o.codec.lastEventIsTerminal;
+      // Ending in the same turn as the last write sends the data and the end of the body
+      // together (a separate turn cost a socket write of its own: 6-9 us per stream).
       // Awaiting a write waits out backpressure; the flush sends what is buffered before
       // the next upstream wait.
       if (firstOut) await controller.write(firstOut);
-      if (lastEventPassed()) return finish(false);
       let unflushed = firstOut !== undefined;
       let pending: Promise<ReadMany> | undefined;
       for (;;) {
@@ -146,7 +155,14 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
  */
 export function completeSse(body: string, o: PipeOptions): string {
   const tap = new SseTap(o.codec, o.strip, o.usage);
-  const out = tap.pushText(body);
+  return wholeAnswer(tap, tap.pushText(body), o);
+}
+
+/**
+ * A stream answered as one body: what the tap let through, and what its end adds (an error
+ * event when the protocol's last event never came); the final status goes to `finish`.
+ */
+function wholeAnswer(tap: SseTap, out: string | undefined, o: PipeOptions): string {
   const last = tap.end();
   o.finish(last.status);
   return last.text === undefined ? (out ?? "") : (out ?? "") + last.text;

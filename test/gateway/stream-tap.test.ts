@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { CODECS } from "../../src/gateway/protocols";
-import { completeSse, SseTap } from "../../src/gateway/stream";
+import { completeSse, pipeSse, SseTap, type UpstreamReader } from "../../src/gateway/stream";
 
 // The stream tap against every way an upstream may cut the same stream into chunks:
 // whatever the cuts, the client gets the same bytes (minus the usage chunk when it was
@@ -104,4 +104,44 @@ test("a complete stream without its last event ends with an error event", () => 
   // Only the usage chunk is dropped, wherever it sits, and both copies of a repeated one.
   const twice = events.slice(0, 4).join("") + usageChunk + usageChunk + "data: [DONE]\n\n";
   expect(complete(twice, true).out).toBe(events.slice(0, 4).join("") + "data: [DONE]\n\n");
+});
+
+// pipeSse over a reader of the remaining chunks: when the first read holds the protocol's
+// last event, the answer is one body of text and the upstream body is still read to its
+// end (so its connection can be reused); otherwise a stream carries the rest (and the
+// upstream body is read to its end after the last event there too).
+function readerOf(parts: Uint8Array[]) {
+  const state = { reads: 0, ended: false };
+  const reader: UpstreamReader = {
+    async read() {
+      state.reads++;
+      const value = parts.shift();
+      if (!value) state.ended = true;
+      return value ? { done: false, value } : { done: true };
+    },
+    async cancel() {},
+  };
+  return { reader, state };
+}
+async function piped(parts: Uint8Array[], strip: boolean) {
+  const usage = { inputTokens: 0, outputTokens: 0 };
+  let status = 0;
+  const { reader, state } = readerOf(parts.slice(1));
+  const body = pipeSse(parts[0], reader, { codec: CODECS.chat, strip, pingMs: 0, usage, finish: (s) => (status = s), abort() {} });
+  const text = typeof body === "string" ? body : await new Response(body).text();
+  await Bun.sleep(0);
+  return { whole: typeof body === "string", text, usage, status, upstreamRead: state.ended };
+}
+
+test("a first read holding the whole stream is answered as one body; otherwise the rest is streamed", async () => {
+  const padded = new TextEncoder().encode(events.join("") + ": trailing comment after the end\n\n");
+  for (const strip of [false, true]) {
+    const whole = await piped([stream, padded.subarray(stream.byteLength)], strip);
+    expect(whole).toEqual({ whole: true, text: strip ? withoutUsage : events.join(""), usage: { inputTokens: 12, outputTokens: 9 }, status: 200, upstreamRead: true });
+    const live = await piped(cut(stream, boundaries), strip);
+    expect(live).toEqual({ whole: false, text: strip ? withoutUsage : events.join(""), usage: { inputTokens: 12, outputTokens: 9 }, status: 200, upstreamRead: true });
+  }
+  // Cut off after a first read without the last event: streamed, and ends with an error event.
+  const truncated = await piped(cut(new TextEncoder().encode(events.slice(0, 4).join("")), boundaries.slice(0, 2)), true);
+  expect([truncated.whole, truncated.status, truncated.text.includes('"error"')]).toEqual([false, 502, true]);
 });
