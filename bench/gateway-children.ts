@@ -22,6 +22,8 @@ const STREAM =
   "data: [DONE]\n\n";
 
 const STREAM_EVENTS = STREAM.split(/(?<=\n\n)/);
+/** The pause between the events of a live stream. */
+const GAP_MS = 1;
 
 if (process.env.MODE === "upstream") {
   const server = Bun.serve({
@@ -30,16 +32,19 @@ if (process.env.MODE === "upstream") {
     async fetch(req) {
       const body = await req.text();
       if (/"stream"\s*:\s*true/.test(body)) {
-        // "(chunked)" in the prompt: one event per chunk, as a live upstream sends them;
-        // otherwise the whole stream in one write with its Content-Length.
-        if (!body.includes("(chunked)")) return new Response(STREAM, { headers: { "content-type": "text/event-stream" } });
+        // "(chunked)" in the prompt: one event per chunk, each written and flushed at once;
+        // "(live)": the same with a pause of GAP_MS between events, as a model's tokens
+        // arrive; otherwise the whole stream in one write with its Content-Length.
+        const live = body.includes("(live)");
+        if (!live && !body.includes("(chunked)")) return new Response(STREAM, { headers: { "content-type": "text/event-stream" } });
         const events = STREAM_EVENTS;
         return new Response(
           new ReadableStream({
             type: "direct",
             async pull(controller) {
-              for (const e of events) {
-                controller.write(e);
+              for (let i = 0; i < events.length; i++) {
+                if (live && i > 0) await Bun.sleep(GAP_MS);
+                controller.write(events[i]);
                 await controller.flush();
               }
               controller.close();

@@ -5,18 +5,23 @@
 // embedded database, usage metering and rate-limit hook active); Portkey's open-source
 // gateway from node_modules, on Node. Non-streaming and streaming chat completions:
 // sequential added latency over direct (p50/p99, interleaved rounds) and throughput at 64
-// connections (wrk). Streams twice: as the upstream sends a short answer it has complete
-// (one write, Content-Length) and as a chunked stream, one event per chunk.
+// connections (wrk), with each target's CPU time per request. Streams three ways: as the
+// upstream sends a short answer it has complete (one write, Content-Length); as a chunked
+// stream, one event per chunk written at once; and live, the events 1 ms apart, so that
+// each reaches the gateway on its own and goes through its per-chunk pipe.
 // `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs.
 
-type Mode = "json" | "stream" | "chunked";
-const MODES: Mode[] = ["json", "stream", "chunked"];
+type Mode = "json" | "stream" | "chunked" | "live";
+const MODES: Mode[] = ["json", "stream", "chunked", "live"];
 const TITLES: Record<Mode, string> = {
   json: "Non-streaming",
   stream: "Streaming (SSE), upstream sends the complete stream (Content-Length)",
-  chunked: "Streaming (SSE), upstream sends a chunked stream (one event per chunk)",
+  chunked: "Streaming (SSE), upstream sends a chunked stream (one event per chunk, written at once)",
+  live: "Streaming (SSE), live upstream (one event per chunk, 1 ms apart)",
 };
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+/** What the prompt tells the upstream (bench/gateway-children.ts) about how to send its stream. */
+const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)" };
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -35,13 +40,14 @@ interface Target {
   name: string;
   url: string;
   headers: Record<string, string>;
+  /** The process serving it, whose CPU time is read around each throughput round. */
+  pid: number;
   /** Why the target could not be measured in a mode (it failed its check request). */
   failed?: Partial<Record<Mode, string>>;
 }
 
 // The upstream (bench/gateway-children.ts) chunks its stream when the prompt says so.
-const body = (mode: Mode) =>
-  JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: mode === "chunked" ? "Say hello (chunked)" : "Say hello" }], ...(mode === "json" ? {} : { stream: true }) });
+const body = (mode: Mode) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: PROMPTS[mode] }], ...(mode === "json" ? {} : { stream: true }) });
 
 async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -98,6 +104,7 @@ async function startService(upstream: string) {
   return {
     url,
     key,
+    pid: proc.pid,
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;
@@ -121,6 +128,7 @@ async function startPortkey(runtime: "node" | "bun") {
   return {
     url,
     output,
+    pid: proc.pid,
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;
@@ -135,8 +143,12 @@ async function checkTarget(t: Target, mode: Mode) {
   if (mode !== "json" ? !text.includes("data: [DONE]") : !text.includes('"chat.completion"')) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
 }
 
-/** Sequential latency: rounds of PER_ROUND requests per target, targets interleaved so drift hits all alike. */
+/**
+ * Sequential latency: rounds of `perRound` requests per target, targets interleaved so drift
+ * hits all alike (a live stream takes some 10 ms, so it gets a fifth of the requests).
+ */
 async function sequential(targets: Target[], mode: Mode): Promise<Map<string, number[]>> {
+  const perRound = mode === "live" ? Math.ceil(PER_ROUND / 5) : PER_ROUND;
   const times = new Map<string, number[]>(targets.map((t) => [t.name, []]));
   const payload = body(mode);
   const one = async (t: Target) => {
@@ -146,14 +158,16 @@ async function sequential(targets: Target[], mode: Mode): Promise<Map<string, nu
     if (res.status !== 200) throw new Error(`${t.name}: ${res.status}`);
     return performance.now() - start;
   };
-  for (const t of targets) for (let i = 0; i < 200; i++) await one(t); // warm-up
-  for (let r = 0; r < ROUNDS; r++) for (const t of targets) for (let i = 0; i < PER_ROUND; i++) times.get(t.name)!.push(await one(t));
+  for (const t of targets) for (let i = 0; i < perRound; i++) await one(t); // warm-up
+  for (let r = 0; r < ROUNDS; r++) for (const t of targets) for (let i = 0; i < perRound; i++) times.get(t.name)!.push(await one(t));
   for (const list of times.values()) list.sort((a, b) => a - b);
   return times;
 }
 
 interface Throughput {
   rps: number;
+  /** CPU time of the target's process (all its threads) per request, in microseconds. */
+  cpuUs: number;
   non2xx: number;
   errors: string;
 }
@@ -164,6 +178,13 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** User + system CPU time of a process so far, in clock ticks (1/100 s on Linux). */
+function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+const US_PER_TICK = 10_000;
+
 /** wrk with a POST body (Debian package wrk). */
 function wrkPost(t: Target, mode: Mode, seconds: number, dir: string): Throughput {
   if (!Bun.which("wrk")) throw new Error("wrk is not installed: apt-get install -y wrk (Debian package wrk)");
@@ -172,11 +193,15 @@ function wrkPost(t: Target, mode: Mode, seconds: number, dir: string): Throughpu
   const args = ["wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${Math.max(1, Math.round(seconds))}s`, "-s", script];
   for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
   args.push(t.url);
+  const ticksBefore = cpuTicks(t.pid);
   const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
+  const ticks = cpuTicks(t.pid) - ticksBefore;
   const out = proc.stdout.toString();
   if (proc.exitCode !== 0) throw new Error(`wrk failed: ${proc.stderr}`);
+  const requests = Number(out.match(/(\d+) requests in/)?.[1]);
   return {
     rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]),
+    cpuUs: (ticks * US_PER_TICK) / requests,
     non2xx: Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0),
     errors: out.match(/Socket errors:[^\n]*/)?.[0] ?? "",
   };
@@ -202,10 +227,10 @@ export async function run() {
   try {
     const path = "/v1/chat/completions";
     const targets: Target[] = [
-      { name: "direct (no gateway)", url: upstream.url + path, headers: { authorization: "Bearer sk-upstream" } },
-      { name: "minimal Bun proxy (10 lines)", url: proxy.url + path, headers: { authorization: "Bearer sk-upstream" } },
-      { name: "minimal Bun proxy, MIMALLOC_PURGE_DELAY=-1", url: proxyKept.url + path, headers: { authorization: "Bearer sk-upstream" } },
-      { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` } },
+      { name: "direct (no gateway)", url: upstream.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: upstream.proc.pid },
+      { name: "minimal Bun proxy (10 lines)", url: proxy.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxy.proc.pid },
+      { name: "minimal Bun proxy, MIMALLOC_PURGE_DELAY=-1", url: proxyKept.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxyKept.proc.pid },
+      { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` }, pid: service.pid },
     ];
     const notes: string[] = [];
     for (const p of portkeys) {
@@ -217,6 +242,7 @@ export async function run() {
         name: p.name,
         url: p.gw.url + path,
         headers: { authorization: "Bearer sk-upstream", "x-portkey-provider": "openai", "x-portkey-custom-host": `${upstream.url}/v1` },
+        pid: p.gw.pid,
       });
     }
     for (const t of targets) {
@@ -251,8 +277,8 @@ export async function run() {
 
     console.log(
       `Fast local upstream (Bun.serve, fixed chat completion / fixed 7-event SSE stream, complete or chunked); model gpt-4o-mini; all processes on 127.0.0.1 of this machine.\n` +
-        `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (Bun fetch, keep-alive, full body read), after 200 warm-up requests.\n` +
-        `Throughput: wrk, 1 thread, ${CONNECTIONS} connections, ${TP_ROUNDS} interleaved rounds of ${SECONDS} s per target after a 2 s warm-up; the share of the minimal proxy is the median over rounds of each round's rate against the proxy's round.\n`,
+        `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (live streams: ${Math.ceil(PER_ROUND / 5)}) (Bun fetch, keep-alive, full body read), after 200 warm-up requests.\n` +
+        `Throughput: wrk, 1 thread, ${CONNECTIONS} connections, ${TP_ROUNDS} interleaved rounds of ${SECONDS} s per target after a 2 s warm-up; the share of the minimal proxy is the median over rounds of each round's rate against the proxy's round. CPU: user + system time of the target's process (all threads; for direct, the upstream's) per request, median over rounds.\n`,
     );
     for (const mode of MODES) {
       const lat = latency[mode];
@@ -262,11 +288,11 @@ export async function run() {
       const d99 = percentile(direct, 99);
       const proxyRounds = tp.get(targets[1].name)!;
       console.log(`### ${TITLES[mode]}\n`);
-      console.log("| target | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s @64 (median) | rounds, lowest-highest | vs minimal proxy (median of rounds) |");
-      console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
+      console.log("| target | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s @64 (median) | rounds, lowest-highest | vs minimal proxy (median of rounds) | CPU us/request |");
+      console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
       for (const t of targets) {
         if (t.failed?.[mode]) {
-          console.log(`| ${t.name} | fails | | | | | | |`);
+          console.log(`| ${t.name} | fails | | | | | | | |`);
           continue;
         }
         const l = lat.get(t.name)!;
@@ -280,7 +306,7 @@ export async function run() {
         const share = median(rounds.map((x, i) => x.rps / proxyRounds[i].rps));
         const added = t === targets[0] ? ["-", "-"] : [fmt(p50 - d50, 3), fmt(p99 - d99, 3)];
         console.log(
-          `| ${t.name} | ${fmt(p50, 3)} | ${fmt(p99, 3)} | ${added[0]} | ${added[1]} | ${fmt(median(rates))}${bad} | ${fmt(Math.min(...rates))}-${fmt(Math.max(...rates))} | ${fmt(100 * share)}% |`,
+          `| ${t.name} | ${fmt(p50, 3)} | ${fmt(p99, 3)} | ${added[0]} | ${added[1]} | ${fmt(median(rates))}${bad} | ${fmt(Math.min(...rates))}-${fmt(Math.max(...rates))} | ${fmt(100 * share)}% | ${fmt(median(rounds.map((x) => x.cpuUs)))} |`,
         );
       }
       console.log("");

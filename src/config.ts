@@ -44,6 +44,11 @@ const LOG_LEVELS: LogLevel[] = ["debug", "info", "warn", "error", "silent"];
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const port = intSetting(env, "PORT", 8080);
+  // The service keeps files beside its database (media, the webhook secrets key), so its
+  // data directory is a real one; an in-memory database is a test helper's, not a setting.
+  if (env.DATA_DIR && /^[a-z][a-z0-9+.-]*:\/\//i.test(env.DATA_DIR)) {
+    throw new ConfigError(`DATA_DIR must be a directory path (got "${env.DATA_DIR}"); for a throwaway instance point it at a temporary directory, e.g. DATA_DIR=$(mktemp -d)`);
+  }
   const dataDir = resolve(env.DATA_DIR || "./data");
   const logLevel = (env.LOG_LEVEL || "info").toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {

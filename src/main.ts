@@ -39,9 +39,17 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "serve") {
     await restartWithAllocatorTuned(config);
-    const server = await startServer(config);
-    const shutdown = (signal: string) => {
-      server.services.log.info("signal received", { signal });
+    // The handlers come before start-up: a signal while the service starts (migrations, the
+    // first key's bootstrap) lets it finish starting, then stops it the same graceful way,
+    // instead of killing it half-way. (Not before the restart above: a signal caught there
+    // would be lost with the process image it was caught in.)
+    let server: Awaited<ReturnType<typeof startServer>> | undefined;
+    let received: string | undefined;
+    let stopping = false;
+    const shutdown = () => {
+      if (!server || !received || stopping) return;
+      stopping = true;
+      server.services.log.info("signal received", { signal: received });
       server.stop().then(
         () => process.exit(0),
         (err) => {
@@ -50,8 +58,14 @@ async function main(argv: string[]): Promise<number> {
         },
       );
     };
-    process.once("SIGTERM", () => shutdown("SIGTERM"));
-    process.once("SIGINT", () => shutdown("SIGINT"));
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      process.once(signal, () => {
+        received ??= signal;
+        shutdown();
+      });
+    }
+    server = await startServer(config);
+    shutdown(); // a signal that came during start-up
     return -1; // keep running
   }
 

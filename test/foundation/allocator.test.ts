@@ -6,6 +6,7 @@ import { spawnService } from "../helpers/process";
 
 // `serve` replaces itself once so that the allocator keeps the memory it frees
 // (src/allocator.ts). Read off the running process's own environment, by its process id.
+// And how `serve` takes a signal that comes while it is still starting.
 const root = join(import.meta.dir, "../..");
 const serve = ["bun", join(root, "src/main.ts"), "serve"];
 let dir: string;
@@ -61,4 +62,27 @@ test("an operator's own setting is kept, GATEWAY_ALLOCATOR_TUNING=off keeps the 
   } finally {
     await off.kill("SIGTERM");
   }
+}, 120_000);
+
+test("a SIGTERM while the service starts lets it finish starting, then stops it gracefully", async () => {
+  const proc = Bun.spawn(serve, {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: "0", DATA_DIR: join(dir, "early-signal"), LOG_LEVEL: "info" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const decoder = new TextDecoder();
+  const reader = proc.stdout.getReader();
+  const readUntil = async (done: () => boolean) => {
+    while (!done()) {
+      const r = await reader.read();
+      if (r.done) return;
+      text += decoder.decode(r.value, { stream: true });
+    }
+  };
+  // The signal goes as soon as the database is open: before listening, before the bootstrap.
+  await readUntil(() => text.includes('"msg":"database ready"'));
+  proc.kill("SIGTERM");
+  await readUntil(() => false);
+  expect([await proc.exited, text.includes('"signal":"SIGTERM"'), text.includes('"msg":"listening"')]).toEqual([0, true, true]);
 }, 120_000);

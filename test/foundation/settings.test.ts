@@ -25,6 +25,9 @@ test("yes/no settings: the usual spellings in any case, blank means the default,
   expect(loadConfig({}).pgliteThread).toBe(false);
   expect(loadConfig({ PGLITE_THREAD: "true" }).pgliteThread).toBe(true);
   expect(() => loadConfig({ BOOTSTRAP: "nope" })).toThrow(/^BOOTSTRAP must be true or false/);
+  // A URL is not a directory: refused by name rather than made into a directory "memory:".
+  for (const url of ["memory://", "file:///var/lib/gateway"]) expect(() => loadConfig({ DATA_DIR: url })).toThrow(/^DATA_DIR must be a directory path/);
+  expect(loadConfig({ DATA_DIR: "/tmp/gw-data" }).dataDir).toBe("/tmp/gw-data");
 });
 
 test("every module's integer settings refuse bad values by name instead of falling back silently", () => {
