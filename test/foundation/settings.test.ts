@@ -1,4 +1,7 @@
 import { expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { startTestService } from "../helpers/service";
 import { boolSetting, ConfigError, intSetting, loadConfig } from "../../src/config";
 import { schedulerOptions } from "../../src/deployments/scheduler";
 import { deliverySettingsFromEnv } from "../../src/events/delivery";
@@ -46,3 +49,10 @@ test("every module's integer settings refuse bad values by name instead of falli
   expect(schedulerOptions({})).toEqual({ pollMs: 1000, pauseAfter: 1 });
   expect(deliverySettingsFromEnv({ EVENTS_RECEIVER_CONCURRENCY: "4" }).perReceiver).toBe(4);
 });
+
+test("a test service that fails to start leaves no data directory or database behind", async () => {
+  const ours = () => readdirSync(tmpdir()).filter((d) => d.startsWith("gw-test-")).sort();
+  const before = ours();
+  await expect(startTestService({ PORT: "eighty" })).rejects.toThrow(/^PORT must be/);
+  expect(ours()).toEqual(before);
+}, 60_000);

@@ -31,19 +31,27 @@ export interface TestService {
 export async function startTestService(env: Record<string, string> = {}, opts: { modules?: RouteModule[] } = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
   const { database, drop } = await freshDatabase();
-  const config = loadConfig({
-    PORT: "0",
-    HOST: "127.0.0.1",
-    DATA_DIR: dataDir,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-    BOOTSTRAP: "false",
-    ADMIN_TOKEN,
-    EGRESS_ALLOW_CIDRS: "127.0.0.0/8,::1/128",
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    ...env,
-  });
-  const server = await startServer(config, { database, modules: opts.modules });
+  let server: RunningServer;
+  try {
+    const config = loadConfig({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+      BOOTSTRAP: "false",
+      ADMIN_TOKEN,
+      EGRESS_ALLOW_CIDRS: "127.0.0.0/8,::1/128",
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ...env,
+    });
+    server = await startServer(config, { database, modules: opts.modules });
+  } catch (err) {
+    // A service that failed to start (a bad setting, a port in use) leaves nothing behind.
+    await drop();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   let n = 0;
   return {
     server,
