@@ -21,10 +21,11 @@ const TITLES: Record<Mode, string> = {
 };
 /** What the prompt tells the upstream (bench/gateway-children.ts) about how to send its stream. */
 const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)" };
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { procStat } from "../src/sandboxes/local/procfs";
 import { fmt, percentile, startChild } from "./lib";
 
 /** Seconds per throughput round; BENCH_TP_ROUNDS interleaved rounds per target. */
@@ -178,10 +179,11 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** User + system CPU time of a process so far, in clock ticks (1/100 s on Linux). */
+/** User + system CPU time of a target's process so far, in clock ticks. */
 function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return Number(fields[11]) + Number(fields[12]);
+  const st = procStat(pid);
+  if (!st) throw new Error(`process ${pid} is gone: its CPU time cannot be read`);
+  return st.cpuTicks;
 }
 const US_PER_TICK = 10_000;
 

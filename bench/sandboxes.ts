@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";
-import { pidsInNamespace } from "../src/sandboxes/local/procfs";
+import { pidsInNamespace, procStat } from "../src/sandboxes/local/procfs";
 import { fmt, percentile, benchDatabase } from "./lib";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
@@ -121,7 +121,8 @@ export async function run() {
       const st = row.backendState as { initPid: number; pidNs: string };
       const inNs = pidsInNamespace(st.pidNs);
       // The bwrap monitor outside the namespace is the init's parent.
-      const monitor = Number(readFileSync(`/proc/${st.initPid}/stat`, "utf8").split(") ")[1].split(" ")[1]);
+      const monitor = procStat(st.initPid)?.ppid;
+      if (monitor === undefined) throw new Error(`sandbox init ${st.initPid} is gone: its monitor cannot be found`);
       for (const pid of [...inNs, monitor]) {
         pss += pssKiB(pid);
         procs++;

@@ -12,6 +12,8 @@ export interface ProcStat {
   session: number;
   /** Clock ticks after boot; with the pid, identifies a process across pid reuse. */
   startTime: number;
+  /** User + system CPU time so far (all threads), in clock ticks (1/100 s on Linux). */
+  cpuTicks: number;
 }
 
 export function procStat(pid: number): ProcStat | undefined {
@@ -23,7 +25,7 @@ export function procStat(pid: number): ProcStat | undefined {
   }
   // The command name is in parentheses and may itself contain spaces or ')'.
   const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return { pid, state: rest[0], ppid: Number(rest[1]), session: Number(rest[3]), startTime: Number(rest[19]) };
+  return { pid, state: rest[0], ppid: Number(rest[1]), session: Number(rest[3]), startTime: Number(rest[19]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
 }
 
 export function pidNamespace(pid: number): string | undefined {
