@@ -45,10 +45,10 @@ async function main(argv: string[]): Promise<number> {
     // would be lost with the process image it was caught in.)
     let server: Awaited<ReturnType<typeof startServer>> | undefined;
     let received: string | undefined;
-    let stopping = false;
+    // Runs once: from the first signal when the service is up, or after start-up when the
+    // signal came before.
     const shutdown = () => {
-      if (!server || !received || stopping) return;
-      stopping = true;
+      if (!server || !received) return;
       server.services.log.info("signal received", { signal: received });
       server.stop().then(
         () => process.exit(0),
@@ -60,7 +60,8 @@ async function main(argv: string[]): Promise<number> {
     };
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
       process.once(signal, () => {
-        received ??= signal;
+        if (received) return; // already stopping, or will once started
+        received = signal;
         shutdown();
       });
     }
