@@ -279,7 +279,7 @@ export async function run() {
 
     console.log(
       `Fast local upstream (Bun.serve, fixed chat completion / fixed 7-event SSE stream, complete, chunked or live); model gpt-4o-mini; all processes on 127.0.0.1 of this machine.\n` +
-        `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (live streams: ${Math.ceil(PER_ROUND / 5)}) (Bun fetch, keep-alive, full body read), after 200 warm-up requests.\n` +
+        `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (live streams: ${Math.ceil(PER_ROUND / 5)}) (Bun fetch, keep-alive, full body read), after one such round of warm-up requests.\n` +
         `Throughput: wrk, 1 thread, ${CONNECTIONS} connections, ${TP_ROUNDS} interleaved rounds of ${SECONDS} s per target after a 2 s warm-up; the share of the minimal proxy is the median over rounds of each round's rate against the proxy's round. CPU: user + system time of the target's process (all threads; for direct, the upstream's) per request, median over rounds.\n`,
     );
     for (const mode of MODES) {
