@@ -54,7 +54,7 @@ export async function egressFetch(input: string | URL | Request, init: RequestIn
   const signal = callerSignal ? AbortSignal.any([callerSignal, head.signal]) : head.signal;
   try {
     for (let hop = 0; ; hop++) {
-      const target = await checkTarget(current, policy);
+      const target = await untilAborted(checkTarget(current, policy), signal);
       const res = await pinnedFetch(target, method, headers, hop === 0 ? body : undefined, signal, opts.ca);
       const location = REDIRECTS.has(res.status) ? res.headers.get("location") : null;
       if (!location || !opts.maxRedirects || (method !== "GET" && method !== "HEAD")) return bounded(res, opts.maxBytes);
@@ -77,6 +77,16 @@ export async function egressFetch(input: string | URL | Request, init: RequestIn
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The promise, or the signal's reason as soon as it fires (a slow resolver counts against the deadline too). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
 }
 
 /** One request to the checked address, never a name: nothing between check and connect resolves again. */

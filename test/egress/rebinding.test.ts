@@ -154,3 +154,9 @@ describe("egressFetch", () => {
     }
   });
 });
+
+test("the head deadline covers name resolution: a resolver that never answers times out", async () => {
+  const policy: EgressPolicy = { allow: parseCidrList(`${ALLOWED}/32`), resolve: () => new Promise<string[]>(() => {}) };
+  const result = await safePost("http://stuck.test/", "{}", {}, policy, { timeoutMs: 200 });
+  expect(result).toMatchObject({ ok: false, error: "timeout after 200 ms" });
+});
