@@ -44,7 +44,7 @@ const ORIGIN_BOUND_HEADERS = ["authorization", "cookie", "proxy-authorization"];
 export async function egressFetch(input: string | URL | Request, init: RequestInit | undefined, policy: EgressPolicy, opts: EgressOptions = {}): Promise<Response> {
   const req = input instanceof Request ? input : undefined;
   let current = req ? req.url : String(input);
-  let method = (init?.method ?? req?.method ?? "GET").toUpperCase();
+  const method = (init?.method ?? req?.method ?? "GET").toUpperCase();
   const headers = new Headers(init?.headers ?? req?.headers);
   const body = init?.body ?? (req?.body ? await req.arrayBuffer() : undefined);
   const head = new AbortController();
@@ -68,7 +68,6 @@ export async function egressFetch(input: string | URL | Request, init: RequestIn
       }
       if (next.origin !== target.url.origin) for (const h of ORIGIN_BOUND_HEADERS) headers.delete(h);
       current = next.href;
-      method = method === "HEAD" ? "HEAD" : "GET";
     }
   } catch (e) {
     // Bun rejects with the abort reason; make sure a head timeout reads as one.
