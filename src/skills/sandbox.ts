@@ -1,12 +1,11 @@
 import { and, eq, inArray } from "drizzle-orm";
 import { TOOLSET_TYPE } from "../agents/agents";
-import type { AgentRow } from "../agents/schema";
+import type { AgentRow, SkillRef } from "../agents/schema";
 import { SandboxSetupError } from "../agents/tools";
 import type { Db } from "../db/client";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { SKILL_FILE } from "./bundle";
-import type { SkillRef } from "./references";
 import { skillVersions } from "./schema";
 import { SkillRepository } from "./store";
 
