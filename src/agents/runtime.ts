@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
-import type { AuthContext } from "../../plugins/auth";
 import { ApiError } from "../../plugins/errors";
 import { egressPolicyFromEnv } from "../events/egress";
 import { type NewEvent, recordEvent } from "../events/record";
@@ -370,31 +369,26 @@ export class AgentRuntime {
   }
 
   /**
-   * The session key, re-read at most once a second: `spent` is updated by the batching
+   * Session keys, re-read at most once a second: `spent` is updated by the batching
    * usage meter anyway (every 250 ms by default), so a fresher read would not make the
    * spending limit exact, and a turn saves a round trip.
    */
-  private readonly keyCache = new Map<string, { key: KeyRecord; at: number }>();
+  private readonly keyCache = new Map<string, { key: KeyRecord | null; at: number }>();
 
-  private async authFor(session: SessionRow): Promise<AuthContext> {
-    let key: KeyRecord;
+  /** The key that created the session (null once deleted); the gateway checks it like a client's. */
+  private async keyOf(session: SessionRow): Promise<KeyRecord | null> {
     const hit = this.keyCache.get(session.keyId);
-    if (hit && performance.now() - hit.at < 1000) key = hit.key;
-    else {
-      try {
-        key = await this.s.keys.getKey(session.keyId);
-      } catch (e) {
-        if (e instanceof NotFoundError) throw new ModelCallError("billing_error", "the API key that created this session no longer exists");
-        throw e;
-      }
-      if (this.keyCache.size >= 10_000) this.keyCache.clear();
-      this.keyCache.set(session.keyId, { key, at: performance.now() });
+    if (hit && performance.now() - hit.at < 1000) return hit.key;
+    let key: KeyRecord | null;
+    try {
+      key = await this.s.keys.getKey(session.keyId);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+      key = null;
     }
-    if (!key.enabled) throw new ModelCallError("billing_error", "the API key that created this session has been revoked");
-    if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) throw new ModelCallError("billing_error", "the API key that created this session has expired");
-    // Same rule as the model surfaces: a key at its spending limit makes no more model calls.
-    if (key.spendingLimit !== null && key.spent >= key.spendingLimit) throw new ModelCallError("billing_error", "API key spending limit exceeded");
-    return { key, organizationId: session.organizationId };
+    if (this.keyCache.size >= 10_000) this.keyCache.clear();
+    this.keyCache.set(session.keyId, { key, at: performance.now() });
+    return key;
   }
 
   private async environment(session: SessionRow): Promise<EnvironmentConfig> {
@@ -575,7 +569,7 @@ export class AgentRuntime {
           await this.fail(session, seen, "tool_use_limit_reached_error", `the turn reached ${this.opts.maxSteps} model calls (AGENT_MAX_STEPS)`);
           return;
         }
-        const auth = await this.authFor(session);
+        const key = await this.keyOf(session);
         let tools: ToolSpec[];
         try {
           tools = await this.toolSpecs(agent, mcp);
@@ -588,7 +582,7 @@ export class AgentRuntime {
         }
         const modelSeen = seen;
         const modelStart = performance.now();
-        const reply = await callModel(this.s, auth, String(agent.model.id), await systemWithSkills(this.s, agent), buildHistory(logicalOrder(events)), tools, ctl.abort.signal);
+        const reply = await callModel(this.s, key, String(agent.model.id), await systemWithSkills(this.s, agent), buildHistory(logicalOrder(events)), tools, ctl.abort.signal);
         turn.modelMs += performance.now() - modelStart;
         const usage = { input_tokens: session.usage.input_tokens + reply.usage.input, output_tokens: session.usage.output_tokens + reply.usage.output };
         session.usage = usage;
