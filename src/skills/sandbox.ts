@@ -101,10 +101,10 @@ export function skillsPrompt(skills: SessionSkill[]): string {
   ].join("\n");
 }
 
-/** The agent's system prompt with its skills appended (unchanged when it has none, or no sandbox tools to open them with). */
-export async function systemWithSkills(s: Services, agent: AgentRow): Promise<string | null> {
-  if (!agent.skills?.length || !usesSandbox(agent)) return agent.system;
+/** A system prompt with the agent's skills appended (unchanged when it has none, or no sandbox tools to open them with). */
+export async function systemWithSkills(s: Services, agent: AgentRow, system: string | null): Promise<string | null> {
+  if (!agent.skills?.length || !usesSandbox(agent)) return system;
   const skills = await skillsOfAgent(s.db, agent);
-  if (!skills.length) return agent.system;
-  return agent.system ? `${agent.system}\n\n${skillsPrompt(skills)}` : skillsPrompt(skills);
+  if (!skills.length) return system;
+  return system ? `${system}\n\n${skillsPrompt(skills)}` : skillsPrompt(skills);
 }
