@@ -75,10 +75,6 @@ export class AgentRuntime {
     this.lease = new SessionLease(s, this.opts.leaseMs);
   }
 
-  get owner(): string {
-    return this.lease.owner;
-  }
-
   /** Adds what another domain contributes to sessions (see SessionHooks). */
   use(hooks: SessionHooks): void {
     this.hooks.push(hooks);
