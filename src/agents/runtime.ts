@@ -1,6 +1,6 @@
 import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
-import { egressPolicyFromEnv } from "../events/egress";
+import { egressPolicyFromEnv } from "../egress";
 import { type KeyRecord, NotFoundError } from "../keys/keys";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
