@@ -12,8 +12,8 @@
 #     --cap-add SYS_ADMIN --cap-add SYS_PTRACE \
 #     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
 #     --security-opt systempaths=unconfined --cgroupns private gateway
-# compose.yaml is the same as a Compose service. Without them the service runs, and the
-# local sandbox templates are reported unavailable with the reason.
+# compose.yaml is the same as a Compose service. Without them the service runs, and a
+# sandbox create fails with bwrap's error.
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
 
