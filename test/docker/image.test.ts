@@ -212,12 +212,19 @@ test("the container's cgroup tree is writable below its own group, so per-sandbo
   const cgroupMounts = mounts.split("\n").filter((l) => / - cgroup2? /.test(l));
   expect(cgroupMounts.length).toBeGreaterThan(0);
   for (const line of cgroupMounts) expect(line.split(" ")[5]).toMatch(/^rw,/);
-  expect(inContainer("cat /proc/1/cgroup")).toMatch(/^0::\/$/m);
+  // Namespaced: the service sees its own group as "/", not the host's /docker/<id>.
+  const id = mustDocker("docker inspect", ["inspect", "-f", "{{.Id}}", container]).trim();
+  expect(inContainer("cat /proc/1/cgroup")).not.toContain(id);
   const v2 = cgroupMounts.some((l) => / - cgroup2 /.test(l) && l.split(" ")[4] === "/sys/fs/cgroup");
-  const probe = v2
-    ? "d=/sys/fs/cgroup/gwtest-probe; mkdir $d && echo 67108864 > $d/memory.max && cat $d/memory.max; rmdir $d"
-    : "d=/sys/fs/cgroup/memory/gwtest-probe; mkdir $d && echo 67108864 > $d/memory.limit_in_bytes && cat $d/memory.limit_in_bytes; rmdir $d";
-  expect(inContainer(probe).trim()).toBe("67108864");
+  if (v2) {
+    // v2: the controllers are offered to the container's group, and groups can be made below
+    // it (the service enables the controllers for its sandboxes' groups itself).
+    expect(inContainer("cat /sys/fs/cgroup/cgroup.controllers").split(/\s+/)).toEqual(expect.arrayContaining(["memory", "pids", "cpu"]));
+    expect(inContainer("mkdir /sys/fs/cgroup/gwtest-probe && rmdir /sys/fs/cgroup/gwtest-probe && echo made")).toBe("made\n");
+  } else {
+    const probe = "d=/sys/fs/cgroup/memory/gwtest-probe; mkdir $d && echo 67108864 > $d/memory.limit_in_bytes && cat $d/memory.limit_in_bytes; rmdir $d";
+    expect(inContainer(probe).trim()).toBe("67108864");
+  }
 });
 
 test(".dockerignore keeps node_modules, data/ (secrets.key) and sources out of the build context", () => {
