@@ -10,7 +10,7 @@
 # need these privileges (README, "Container image", says why each one is needed):
 #   docker run -p 8080:8080 -v gateway-data:/data \
 #     --cap-add SYS_ADMIN --cap-add SYS_PTRACE \
-#     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     --security-opt seccomp=docker/seccomp.json --security-opt apparmor=unconfined \
 #     --security-opt systempaths=unconfined --cgroupns private gateway
 # compose.yaml is the same as a Compose service. Without them the service runs, and a
 # sandbox create fails with bwrap's error.

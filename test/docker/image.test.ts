@@ -178,7 +178,7 @@ test("the image runs sandboxes: code_interpreter is available and a command runs
   }
 }, 120_000);
 
-test("a sandbox in the container reaches neither the service on 127.0.0.1 nor files outside its mounts", async () => {
+test("a sandbox in the container reaches neither the service on 127.0.0.1, nor files outside its mounts, nor the kernel keyring", async () => {
   const created = await api("POST", "/sandboxes", { templateID: "code_interpreter" });
   expect(created.status).toBe(200);
   const id = created.body.sandboxID as string;
@@ -200,6 +200,15 @@ except OSError as e:
     expect(lines[1]).toContain("No such file or directory");
     const write = await sh(id, "touch /usr/x 2>&1; echo $?");
     expect(write.stdout).toMatch(/Read-only file system\n1\n$/);
+    // docker/seccomp.json: keyctl (the keyring is not namespaced) fails with EPERM; without
+    // the profile it returns the session keyring's id.
+    const keyctl = await sh(id, `python3 -c "
+import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {'x86_64': 250, 'aarch64': 219}[platform.machine()]
+print(libc.syscall(nr, 0, -3, 1), ctypes.get_errno())
+"`);
+    expect(keyctl.stdout).toBe("-1 1\n");
   } finally {
     await api("DELETE", `/sandboxes/${id}`);
   }
