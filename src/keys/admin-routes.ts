@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { ApiError } from "../../plugins/errors";
 import type { Surface } from "../../plugins/surfaces";
 import type { Services } from "../services";
-import { ConflictError, type KeyRecord, NotFoundError, type Organization } from "./keys";
+import { ConflictError, InvalidInputError, KEY_SCOPES, type KeyRecord, NotFoundError, type Organization } from "./keys";
 
 /** Admin API: flat errors, authenticated by ADMIN_TOKEN, 404 when that is unset. */
 export const adminSurface: Surface = { prefix: "/admin", family: "flat", credentials: "admin" };
@@ -36,7 +36,7 @@ const optionalProps = {
   spendingLimit: t.Optional(t.Union([t.Number({ minimum: 0 }), t.Null()])),
   rpm: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
   expiresAt: t.Optional(t.Union([t.String({ format: "date-time" }), t.Null()])),
-  scopes: t.Optional(t.Array(t.String({ minLength: 1 }))),
+  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: `Any of ${KEY_SCOPES.join(", ")}; empty = every surface` })),
 };
 
 export function organizationJson(o: Organization) {
@@ -70,6 +70,7 @@ function toDate(v: string | null | undefined): Date | null | undefined {
 function mapRepoError(e: unknown): never {
   if (e instanceof NotFoundError) throw new ApiError(404, e.message);
   if (e instanceof ConflictError) throw new ApiError(409, e.message);
+  if (e instanceof InvalidInputError) throw new ApiError(400, e.message);
   throw e;
 }
 
@@ -100,7 +101,7 @@ export function adminRoutes(s: Services) {
       },
       {
         body: t.Object({ organizationId: t.String({ minLength: 1 }), name: t.String({ minLength: 1, maxLength: 200 }), ...optionalProps }),
-        response: { 201: CreatedKeySchema, 404: ErrorSchema },
+        response: { 201: CreatedKeySchema, 400: ErrorSchema, 404: ErrorSchema },
         detail,
       },
     )
@@ -127,7 +128,7 @@ export function adminRoutes(s: Services) {
       },
       {
         body: t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), enabled: t.Optional(t.Boolean()), ...optionalProps }),
-        response: { 200: KeySchema, 404: ErrorSchema, 409: ErrorSchema },
+        response: { 200: KeySchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail,
       },
     );

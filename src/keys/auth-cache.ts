@@ -1,9 +1,15 @@
+import type { Database } from "../db/client";
 import type { Logger } from "../log";
 import { hashKey, type KeyRecord, type KeyRepository } from "./keys";
 
 export interface AuthCacheOptions {
-  /** How often to ask the database which keys changed (revocations from other processes). */
+  /**
+   * How often to ask the database which keys changed: the safety net behind change
+   * notifications (KEY_CACHE_RESYNC_MS).
+   */
   pollMs?: number;
+  /** The database's change notifications (see Database.listen); without them only the poll refreshes entries. */
+  listen?: Database["listen"];
   /** How far behind the last watermark each poll looks, to catch transactions that committed late. */
   lookbackMs?: number;
   /** Bound on cached entries, so random-key floods cannot grow memory without limit. */
@@ -13,12 +19,16 @@ export interface AuthCacheOptions {
 /**
  * Key lookups for the hot path. A hit costs two Map lookups (the key's hash is remembered), no query.
  *
- * Threat: a revoked key must stop working at once. On this process, revocation evicts
- * the entry directly. Other processes sharing the database poll for rows whose
- * `updated_at` moved (every 500 ms by default, with a look-back window for late commits),
- * so a revocation anywhere takes effect everywhere within a second.
+ * Threat: a revoked key must stop working at once, on every process. On this process,
+ * revocation replaces the entry directly. Every change to a key row, from any process,
+ * is announced by a database trigger on channel `api_keys_changed` with the key's hash
+ * (migration 0005); each process re-reads that one row as the notification arrives.
+ * Notifications are lost while the listening connection is down, so on every (re)listen
+ * and on a slow poll (the safety net) each process also asks for rows whose `updated_at`
+ * moved, with a look-back window for late commits.
  * Unknown keys are cached too (negative entries), so a flood of bad keys costs one
- * query per distinct key; a key created later replaces its negative entry on the next poll.
+ * query per distinct key; a key created later replaces its negative entry when its
+ * insert is announced.
  */
 export class AuthCache {
   private readonly entries = new Map<string, KeyRecord | null>();
@@ -32,6 +42,11 @@ export class AuthCache {
   private watermark?: Date;
   private timer?: ReturnType<typeof setInterval>;
   private syncing = false;
+  private unlisten?: () => Promise<void>;
+  /** Sequence number of the latest refresh asked for each hash (see refresh). */
+  private readonly refreshes = new Map<string, number>();
+  private refreshSeq = 0;
+  private readonly listen?: Database["listen"];
   private readonly pollMs: number;
   private readonly lookbackMs: number;
   private readonly maxEntries: number;
@@ -41,7 +56,8 @@ export class AuthCache {
     private readonly log: Logger,
     opts: AuthCacheOptions = {},
   ) {
-    this.pollMs = opts.pollMs ?? 500;
+    this.pollMs = opts.pollMs ?? 5_000;
+    this.listen = opts.listen;
     this.lookbackMs = opts.lookbackMs ?? 5_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
   }
@@ -88,23 +104,54 @@ export class AuthCache {
   async start(): Promise<void> {
     const { now } = await this.repo.changedSince(new Date());
     this.watermark = now;
+    this.unlisten = await this.listen?.(
+      "api_keys_changed",
+      (hash) => void this.refresh(hash),
+      () => void this.sync(),
+    );
     this.timer = setInterval(() => void this.sync(), this.pollMs);
     this.timer.unref?.();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    const unlisten = this.unlisten;
+    this.unlisten = undefined;
+    await unlisten?.().catch((err) => this.log.warn("api key cache: unlisten failed", { err }));
+  }
+
+  /**
+   * A notified change: re-read the row if it is cached (or being looked up). Only the
+   * latest refresh of a hash is applied, so an earlier one answering late (another pool
+   * connection, read before the newer commit) cannot put an older row back.
+   */
+  private async refresh(hash: string): Promise<void> {
+    if (!this.entries.has(hash) && !this.inflight.has(hash)) return;
+    const seq = ++this.refreshSeq;
+    this.refreshes.set(hash, seq);
+    try {
+      const record = await this.repo.findByHash(hash);
+      if (this.refreshes.get(hash) === seq) this.remember(hash, record ?? null, true);
+    } catch (err) {
+      this.log.warn("api key cache refresh failed; the next poll catches up", { err });
+    }
   }
 
   /** One poll: refresh cached entries whose rows changed since the last poll. */
   async sync(): Promise<void> {
     if (this.syncing || !this.watermark) return;
     this.syncing = true;
+    const startedSeq = this.refreshSeq;
     try {
       const since = new Date(this.watermark.getTime() - this.lookbackMs);
       const { rows, now } = await this.repo.changedSince(since);
-      for (const { keyHash, ...record } of rows) if (this.entries.has(keyHash)) this.entries.set(keyHash, record);
+      for (const { keyHash, ...record } of rows) {
+        // A refresh asked for after this poll began read a newer row than the poll may have.
+        if ((this.refreshes.get(keyHash) ?? 0) > startedSeq) continue;
+        if (this.entries.has(keyHash)) this.entries.set(keyHash, record);
+      }
+      for (const [hash, seq] of this.refreshes) if (seq <= startedSeq) this.refreshes.delete(hash);
       this.watermark = now;
     } catch (err) {
       this.log.warn("api key cache sync failed; will retry", { err });
