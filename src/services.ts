@@ -1,7 +1,7 @@
 import { builtinPlugins } from "../providers";
 import type { AfterAuthHook } from "../plugins/core";
 import { SurfaceTable } from "../plugins/surfaces";
-import { type Config, intSetting } from "./config";
+import { boolSetting, type Config, intSetting } from "./config";
 import { type Database, type Db, openDatabase } from "./db/client";
 import { AuthCache } from "./keys/auth-cache";
 import { KeyRepository } from "./keys/keys";
@@ -50,7 +50,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   log.info("database ready", { kind: database.kind });
   const keys = new KeyRepository(database.db);
   const authCache = new AuthCache(keys, log, {
-    listen: database.listen,
+    // KEY_CACHE_LISTEN=false where LISTEN cannot work (a transaction-pooling proxy in
+    // front of PostgreSQL); the poll alone then bounds how late a revocation arrives.
+    listen: boolSetting(config.env, "KEY_CACHE_LISTEN", true) ? database.listen : undefined,
     pollMs: intSetting(config.env, "KEY_CACHE_RESYNC_MS", 5_000, 10),
   });
   await authCache.start();

@@ -15,12 +15,18 @@ export const LOCK_FILE = "gateway.lock";
 
 /**
  * Creates the data directory owner-only (0700), or takes group/other permissions away
- * from an existing one. Threat: other local users reading the embedded database (keys'
- * hashes, webhook secrets, prompts in the usage log) or the secrets key beside it.
+ * from an existing one and from the files at its top (secrets.key, the lock, the admin
+ * endpoint). Threat: other local users reading the embedded database (keys' hashes,
+ * webhook secrets, prompts in the usage log) or the secrets key beside it.
+ * Subdirectories other than the database's belong to their modules (sandbox directories
+ * must stay reachable by the sandboxes' own uids) and are left as they are.
  */
 export function secureDataDir(dataDir: string): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   restrict(dataDir, 0o700);
+  for (const entry of readdirSync(dataDir, { withFileTypes: true })) {
+    if (entry.isFile()) restrict(join(dataDir, entry.name), 0o600);
+  }
 }
 
 /**
