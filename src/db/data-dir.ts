@@ -13,19 +13,24 @@ export class DataDirLockedError extends Error {
 
 export const LOCK_FILE = "gateway.lock";
 
+/** Files the service keeps at the top of DATA_DIR (the webhook secrets key, the lock, the CLI's endpoint). */
+const SERVICE_FILES = ["secrets.key", "gateway.lock", "admin-endpoint.json"];
+
 /**
  * Creates the data directory owner-only (0700), or takes group/other permissions away
- * from an existing one and from the files at its top (secrets.key, the lock, the admin
- * endpoint). Threat: other local users reading the embedded database (keys' hashes,
- * webhook secrets, prompts in the usage log) or the secrets key beside it.
- * Subdirectories other than the database's belong to their modules (sandbox directories
- * must stay reachable by the sandboxes' own uids) and are left as they are.
+ * from an existing one and from the service's files at its top. Threat: other local
+ * users reading the embedded database (keys' hashes, webhook secrets, prompts in the
+ * usage log) or the secrets key beside it.
+ * Anything else in the directory is left as it is: subdirectories belong to their modules
+ * (sandbox directories must stay reachable by the sandboxes' own uids), and files the
+ * service did not write are not its to change.
  */
 export function secureDataDir(dataDir: string): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   restrict(dataDir, 0o700);
-  for (const entry of readdirSync(dataDir, { withFileTypes: true })) {
-    if (entry.isFile()) restrict(join(dataDir, entry.name), 0o600);
+  for (const name of SERVICE_FILES) {
+    const path = join(dataDir, name);
+    if (lstatSync(path, { throwIfNoEntry: false })?.isFile()) restrict(path, 0o600);
   }
 }
 
