@@ -16,13 +16,35 @@ export interface AuthCacheOptions {
   maxEntries?: number;
 }
 
+/** A change notification's payload: `row` is set when it carries the row (columns as KeyRecord, dates as text). */
+type ChangePayload = { keyHash: string; row?: true } & Partial<Record<keyof KeyRecord, unknown>>;
+
+function recordOf(c: ChangePayload): KeyRecord {
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+  return {
+    id: c.id as string,
+    organizationId: c.organizationId as string,
+    name: c.name as string,
+    keyPrefix: c.keyPrefix as string,
+    enabled: c.enabled as boolean,
+    spendingLimit: c.spendingLimit === null ? null : Number(c.spendingLimit),
+    spent: Number(c.spent),
+    rpm: (c.rpm as number | null) ?? null,
+    expiresAt: date(c.expiresAt),
+    scopes: (c.scopes as string[] | null) ?? [],
+    createdAt: date(c.createdAt)!,
+    revokedAt: date(c.revokedAt),
+  };
+}
+
 /**
  * Key lookups for the hot path. A hit costs two Map lookups (the key's hash is remembered), no query.
  *
  * Threat: a revoked key must stop working at once, on every process. On this process,
  * revocation replaces the entry directly. Every change to a key row, from any process,
- * is announced by a database trigger on channel `api_keys_changed` with the key's hash
- * (migration 0005); each process re-reads that one row as the notification arrives.
+ * is announced by a database trigger on channel `api_keys_changed` with the row
+ * (migration 0005); each process applies it as the notification arrives (re-reading the
+ * row only when the notification carries just its hash).
  * Notifications are lost while the listening connection is down, so on every (re)listen
  * and on a slow poll (the safety net) each process also asks for rows whose `updated_at`
  * moved, with a look-back window for late commits.
@@ -98,6 +120,7 @@ export class AuthCache {
    * lookup that was already in flight with the old row cannot put it back (see remember).
    */
   set(keyHash: string, record: KeyRecord | null): void {
+    this.refreshes.set(keyHash, ++this.refreshSeq);
     this.remember(keyHash, record, true);
   }
 
@@ -106,7 +129,7 @@ export class AuthCache {
     this.watermark = now;
     this.unlisten = await this.listen?.(
       "api_keys_changed",
-      (hash) => void this.refresh(hash),
+      (payload) => this.onChange(payload),
       () => void this.sync(),
     );
     this.timer = setInterval(() => void this.sync(), this.pollMs);
@@ -121,8 +144,27 @@ export class AuthCache {
     await unlisten?.().catch((err) => this.log.warn("api key cache: unlisten failed", { err }));
   }
 
+  /** A notified change (see migration 0005): the row itself, or only its hash. */
+  private onChange(payload: string): void {
+    let change: ChangePayload;
+    try {
+      change = JSON.parse(payload) as ChangePayload;
+    } catch (err) {
+      this.log.warn("api key cache: unreadable change notification; the next poll catches up", { err });
+      return;
+    }
+    if (!change.row) {
+      void this.refresh(change.keyHash);
+      return;
+    }
+    if (!this.entries.has(change.keyHash) && !this.inflight.has(change.keyHash)) return;
+    // Newer than any read already under way for this hash (see refresh and sync).
+    this.refreshes.set(change.keyHash, ++this.refreshSeq);
+    this.remember(change.keyHash, recordOf(change), true);
+  }
+
   /**
-   * A notified change: re-read the row if it is cached (or being looked up). Only the
+   * A notified change without the row: re-read it if it is cached (or being looked up). Only the
    * latest refresh of a hash is applied, so an earlier one answering late (another pool
    * connection, read before the newer commit) cannot put an older row back.
    */

@@ -57,6 +57,33 @@ describe("key cache", () => {
     expect((await res.json()).error.message).toBe("API key has been revoked");
   });
 
+  test("the row a notification carries is the row the database returns, every field", async () => {
+    const org = await svc.org();
+    const { key, id } = await svc.key(org, { spendingLimit: 12.5, rpm: 60, expiresAt: new Date("2099-01-02T03:04:05.678Z"), scopes: ["models", "events"] });
+    const { authCache, keys } = svc.server.services;
+    expect(await authCache.lookup(key)).toEqual(await keys.getKey(id));
+    await svc.server.services.db.execute(
+      sql`update api_keys set spending_limit = 0.123456, spent = 7.25, rpm = null, scopes = '{agents}', expires_at = '2098-05-06T07:08:09.123456Z', name = 'renamed' where id = ${id}`,
+    );
+    const expected = await keys.getKey(id);
+    expect(expected.name).toBe("renamed");
+    const started = Date.now();
+    while ((await authCache.lookup(key))?.name !== "renamed" && Date.now() - started < 1_000) await Bun.sleep(5);
+    expect(await authCache.lookup(key)).toEqual(expected);
+  });
+
+  test("a row too large for a notification is announced by its hash and re-read", async () => {
+    const org = await svc.org();
+    const { key, id } = await svc.key(org);
+    const { authCache } = svc.server.services;
+    expect((await authCache.lookup(key))?.enabled).toBe(true);
+    const long = "n".repeat(9_000);
+    await svc.server.services.db.execute(sql`update api_keys set name = ${long}, enabled = false where id = ${id}`);
+    const started = Date.now();
+    while ((await authCache.lookup(key))?.enabled && Date.now() - started < 1_000) await Bun.sleep(5);
+    expect(await authCache.lookup(key)).toMatchObject({ name: long, enabled: false });
+  });
+
   test("a key created after its plaintext was refused replaces the cached refusal", async () => {
     // The refusal is cached per key hash; insert a row with a known hash to play a key created later.
     const org = await svc.org();
