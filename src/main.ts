@@ -10,9 +10,13 @@ import { restartWithAllocatorTuned } from "./allocator";
 import { ConfigError, loadConfig } from "./config";
 import { DataDirLockedError } from "./db/data-dir";
 import { AdminApiError, openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
-import { ConflictError, InvalidInputError, NotFoundError, KEY_SCOPES, scopesProblem } from "./keys/keys";
+import { surfaceScopes } from "../plugins/surfaces";
+import { routeModules } from "./app";
+import { ConflictError, NotFoundError, scopesProblem } from "./keys/keys";
 import { PluginError } from "./registry/registry";
 import { startServer } from "./server";
+
+const SCOPES = surfaceScopes(routeModules.flatMap((m) => m.surfaces));
 
 const USAGE = `usage:
   gateway [serve]                         run the service (PORT, DATA_DIR, DATABASE_URL, ...)
@@ -21,7 +25,7 @@ const USAGE = `usage:
   gateway keys create --org <id|name> --name <label>
                       [--spending-limit <usd>] [--rpm <n>] [--expires-at <ISO date>] [--scopes a,b]
                                           create an API key (printed once);
-                                          scopes: ${KEY_SCOPES.join(", ")}
+                                          scopes: ${SCOPES.join(", ")}
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
   gateway migrate                         apply database migrations and exit
@@ -140,7 +144,7 @@ const KEY_CREATE_OPTIONS = {
 function scopesFlag(args: string[]): string[] {
   const { values } = parseArgs({ args, options: KEY_CREATE_OPTIONS });
   const scopes = values.scopes ? values.scopes.split(",").map((s) => s.trim()).filter(Boolean) : [];
-  const problem = scopesProblem(scopes);
+  const problem = scopesProblem(scopes, SCOPES);
   if (problem) throw new UsageError(`--scopes: ${problem}`);
   return scopes;
 }
@@ -177,14 +181,13 @@ main(process.argv.slice(2)).then(
       err instanceof PluginError ||
       err instanceof NotFoundError ||
       err instanceof ConflictError ||
-      err instanceof InvalidInputError ||
       err instanceof AdminApiError ||
       err instanceof ServiceBusyError
     )
       console.error(`error: ${err.message}`);
     else console.error(err);
     // 2: the command cannot run as given or now (usage, a busy data directory); 1: it failed.
-    const cannotRun = err instanceof UsageError || err instanceof DataDirLockedError || err instanceof ServiceBusyError || err instanceof InvalidInputError;
+    const cannotRun = err instanceof UsageError || err instanceof DataDirLockedError || err instanceof ServiceBusyError;
     process.exit(cannotRun ? 2 : 1);
   },
 );

@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { ApiError } from "../../plugins/errors";
 import type { Surface } from "../../plugins/surfaces";
 import type { Services } from "../services";
-import { ConflictError, InvalidInputError, KEY_SCOPES, type KeyRecord, NotFoundError, type Organization } from "./keys";
+import { ConflictError, type KeyRecord, NotFoundError, type Organization, scopesProblem } from "./keys";
 
 /** Admin API: flat errors, authenticated by ADMIN_TOKEN, 404 when that is unset. */
 export const adminSurface: Surface = { prefix: "/admin", family: "flat", credentials: "admin" };
@@ -36,7 +36,7 @@ const optionalProps = {
   spendingLimit: t.Optional(t.Union([t.Number({ minimum: 0 }), t.Null()])),
   rpm: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
   expiresAt: t.Optional(t.Union([t.String({ format: "date-time" }), t.Null()])),
-  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: `Any of ${KEY_SCOPES.join(", ")}; empty = every surface` })),
+  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: "Scopes of public surfaces (`models`, `sandboxes`, `events`, `agents`); empty = every surface" })),
 };
 
 export function organizationJson(o: Organization) {
@@ -70,11 +70,14 @@ function toDate(v: string | null | undefined): Date | null | undefined {
 function mapRepoError(e: unknown): never {
   if (e instanceof NotFoundError) throw new ApiError(404, e.message);
   if (e instanceof ConflictError) throw new ApiError(409, e.message);
-  if (e instanceof InvalidInputError) throw new ApiError(400, e.message);
   throw e;
 }
 
 export function adminRoutes(s: Services) {
+  const checkScopes = (scopes: string[] | undefined) => {
+    const problem = scopesProblem(scopes, s.surfaces.scopes());
+    if (problem) throw new ApiError(400, problem);
+  };
   const detail = { tags: ["admin"], security: [{ adminToken: [] }] };
   return new Elysia({ prefix: "/admin" })
     .post(
@@ -93,6 +96,7 @@ export function adminRoutes(s: Services) {
     .post(
       "/keys",
       async ({ body, set }) => {
+        checkScopes(body.scopes);
         const { record, key } = await s.keys
           .createKey({ ...body, expiresAt: toDate(body.expiresAt) })
           .catch(mapRepoError);
@@ -122,6 +126,7 @@ export function adminRoutes(s: Services) {
     .patch(
       "/keys/:id",
       async ({ params, body }) => {
+        checkScopes(body.scopes);
         const { record, keyHash } = await s.keys.updateKey(params.id, { ...body, expiresAt: toDate(body.expiresAt) }).catch(mapRepoError);
         s.authCache.set(keyHash, record);
         return keyJson(record);

@@ -39,25 +39,15 @@ export type KeyPatch = Partial<Pick<KeyRecord, "name" | "spendingLimit" | "rpm" 
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
-export class InvalidInputError extends Error {}
-
 /**
- * The scopes a key can be restricted to: one per family of public surfaces (each
- * surface names its scope). Threat: a typo such as "sandbox" would otherwise create a
- * key that silently works nowhere, or be taken for a restriction that does not exist.
+ * Why `scopes` is not acceptable, or undefined when each names a scope some surface asks
+ * for (`valid`, see surfaceScopes). Threat: a typo such as "sandbox" would otherwise
+ * create a key that silently works nowhere, or be taken for a restriction that does not exist.
  */
-export const KEY_SCOPES = ["models", "sandboxes", "events", "agents"] as const;
-
-/** Why `scopes` is not acceptable, or undefined when every scope is known. */
-export function scopesProblem(scopes: readonly string[] | undefined): string | undefined {
-  const unknown = (scopes ?? []).filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
+export function scopesProblem(scopes: readonly string[] | undefined, valid: readonly string[]): string | undefined {
+  const unknown = (scopes ?? []).filter((s) => !valid.includes(s));
   if (!unknown.length) return undefined;
-  return `unknown scope${unknown.length > 1 ? "s" : ""} ${unknown.map((s) => JSON.stringify(s)).join(", ")}; valid scopes: ${KEY_SCOPES.join(", ")}`;
-}
-
-function checkScopes(scopes: readonly string[] | undefined): void {
-  const problem = scopesProblem(scopes);
-  if (problem) throw new InvalidInputError(problem);
+  return `unknown scope${unknown.length > 1 ? "s" : ""} ${unknown.map((s) => JSON.stringify(s)).join(", ")}; valid scopes: ${valid.join(", ")}`;
 }
 
 /** `sk-` + 64 lowercase hex characters (32 random bytes), as the spec gives. */
@@ -118,7 +108,6 @@ export class KeyRepository {
 
   /** Creates a key; the plaintext is returned here and never again. */
   async createKey(input: NewKey): Promise<{ record: KeyRecord; key: string }> {
-    checkScopes(input.scopes);
     const org = await this.db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.organizationId));
     if (!org.length) throw new NotFoundError(`organization ${input.organizationId} not found`);
     const key = generateKey();
@@ -163,7 +152,6 @@ export class KeyRepository {
   }
 
   async updateKey(id: string, patch: KeyPatch): Promise<{ record: KeyRecord; keyHash: string }> {
-    checkScopes(patch.scopes);
     const current = await this.getKey(id);
     if (patch.enabled && current.revokedAt) throw new ConflictError("a revoked key cannot be re-enabled; create a new key");
     const rows = await this.db

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { surfaceScopes } from "../../plugins/surfaces";
 import { routeModules } from "../../src/app";
-import { KEY_SCOPES } from "../../src/keys/keys";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 
+const KEY_SCOPES = ["agents", "events", "models", "sandboxes"];
 let svc: TestService;
 const admin = (path: string, method: string, json?: unknown) =>
   svc.fetch(path, { method, body: json === undefined ? undefined : JSON.stringify(json), headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" } });
@@ -15,15 +16,16 @@ beforeAll(async () => {
 afterAll(() => svc.close());
 
 describe("scopes", () => {
-  test("every surface's scope is one a key can hold", () => {
-    for (const m of routeModules) for (const s of m.surfaces) if (s.scope) expect(KEY_SCOPES).toContain(s.scope as never);
+  test("the valid scopes are those the service's surfaces ask for", () => {
+    expect(surfaceScopes(routeModules.flatMap((m) => m.surfaces))).toEqual(KEY_SCOPES);
+    expect(svc.server.services.surfaces.scopes()).toEqual(KEY_SCOPES);
   });
 
   test("unknown scopes are 400 listing the valid ones, on create and on patch; known ones are kept", async () => {
     const org = await svc.org();
     const bad = await admin("/admin/keys", "POST", { organizationId: org, name: "typo", scopes: ["models", "bogus", "sandbox"] });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'unknown scopes "bogus", "sandbox"; valid scopes: models, sandboxes, events, agents' });
+    expect(await bad.json()).toEqual({ error: 'unknown scopes "bogus", "sandbox"; valid scopes: agents, events, models, sandboxes' });
     expect((await (await admin(`/admin/keys?organizationId=${org}`, "GET")).json()).length).toBe(0);
 
     const created = await admin("/admin/keys", "POST", { organizationId: org, name: "ok", scopes: [...KEY_SCOPES] });
@@ -33,7 +35,7 @@ describe("scopes", () => {
 
     const patched = await admin(`/admin/keys/${key.id}`, "PATCH", { scopes: ["bogus"] });
     expect(patched.status).toBe(400);
-    expect(await patched.json()).toEqual({ error: 'unknown scope "bogus"; valid scopes: models, sandboxes, events, agents' });
+    expect(await patched.json()).toEqual({ error: 'unknown scope "bogus"; valid scopes: agents, events, models, sandboxes' });
     const after = (await (await admin(`/admin/keys?organizationId=${org}`, "GET")).json())[0];
     expect(after.scopes).toEqual([...KEY_SCOPES]);
   });
