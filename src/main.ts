@@ -6,11 +6,11 @@
  * API (see keys/admin-client.ts): an embedded database has exactly one opener.
  */
 import { parseArgs } from "node:util";
+import { surfaceScopes } from "../plugins/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
 import { ConfigError, loadConfig } from "./config";
 import { DataDirLockedError } from "./db/data-dir";
 import { AdminApiError, openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
-import { surfaceScopes } from "../plugins/surfaces";
 import { routeModules } from "./app";
 import { ConflictError, NotFoundError, scopesProblem } from "./keys/keys";
 import { PluginError } from "./registry/registry";
