@@ -10,6 +10,7 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   sandboxes: () => import("./sandboxes"),
   agents: () => import("./agents"),
   generation: () => import("./generation"),
+  revocation: () => import("./revocation"),
 };
 
 const wanted = process.argv.slice(2);

@@ -28,6 +28,8 @@ export interface CoreDeps {
   log: Logger;
   bodyLimitBytes: number;
   adminToken?: string;
+  /** The CLI's credential for a service on an embedded database (Services.localAdminToken). */
+  localAdminToken?: string;
   afterAuth?: AfterAuthHook[];
   /** Sends a request through the app from the top (the asynchronous admission path); set by createApp. */
   dispatch?: (request: Request) => Response | Promise<Response>;
@@ -54,7 +56,7 @@ interface Admission {
  * callers cannot make the service parse 10 MB bodies.
  */
 export function corePlugin(deps: CoreDeps) {
-  const { surfaces, authCache, log, bodyLimitBytes, adminToken } = deps;
+  const { surfaces, authCache, log, bodyLimitBytes, adminToken, localAdminToken } = deps;
   const afterAuth = deps.afterAuth ?? [];
   const accessLog = log.enabled("info");
 
@@ -96,7 +98,7 @@ export function corePlugin(deps: CoreDeps) {
     checkDeclaredLength(request, bodyLimitBytes);
     if (surface.credentials === "none") return c;
     if (surface.credentials === "admin") {
-      checkAdmin(request, adminToken);
+      checkAdmin(request, adminToken, localAdminToken);
       return c;
     }
     const auth = authenticate(surface, request, url, authCache);

@@ -38,6 +38,11 @@ export interface Surface {
   pattern?: RegExp;
 }
 
+/** The scopes these surfaces ask for, sorted: the names a key's scopes may use. */
+export function surfaceScopes(surfaces: readonly Surface[]): string[] {
+  return [...new Set(surfaces.flatMap((s) => (s.scope ? [s.scope] : [])))].sort();
+}
+
 export const OPEN_SURFACE: Surface = { prefix: "", family: "flat", credentials: "none" };
 
 /** Longest-prefix lookup from a request path to its surface. */
@@ -53,6 +58,11 @@ export class SurfaceTable {
     this.surfaces.push(surface);
     this.surfaces.sort((a, b) => Number(!!b.pattern) - Number(!!a.pattern) || b.prefix.length - a.prefix.length);
     this.memo.clear();
+  }
+
+  /** The scopes of the declared surfaces (see surfaceScopes). */
+  scopes(): string[] {
+    return surfaceScopes(this.surfaces);
   }
 
   match(path: string): Surface {

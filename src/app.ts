@@ -54,6 +54,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     log: s.log,
     bodyLimitBytes: s.config.bodyLimitBytes,
     adminToken: s.config.adminToken,
+    localAdminToken: s.localAdminToken,
     afterAuth: s.afterAuth,
     dispatch: (request: Request): Promise<Response> => app.handle(request),
   };

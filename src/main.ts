@@ -1,16 +1,22 @@
 #!/usr/bin/env bun
 /**
  * The one binary: `serve` (default) runs the service; `orgs` and `keys` administer
- * organizations and API keys on the configured database without a browser.
+ * organizations and API keys on the configured database without a browser. On an
+ * embedded database that a running service holds, they go through that service's admin
+ * API (see keys/admin-client.ts): an embedded database has exactly one opener.
  */
 import { parseArgs } from "node:util";
+import { surfaceScopes } from "../plugins/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
 import { ConfigError, loadConfig } from "./config";
-import { openDatabase } from "./db/client";
-import { keyJson, organizationJson } from "./keys/admin-routes";
-import { ConflictError, KeyRepository, NotFoundError } from "./keys/keys";
+import { DataDirLockedError } from "./db/data-dir";
+import { AdminApiError, openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
+import { routeModules } from "./app";
+import { ConflictError, NotFoundError, scopesProblem } from "./keys/keys";
 import { PluginError } from "./registry/registry";
 import { startServer } from "./server";
+
+const SCOPES = surfaceScopes(routeModules.flatMap((m) => m.surfaces));
 
 const USAGE = `usage:
   gateway [serve]                         run the service (PORT, DATA_DIR, DATABASE_URL, ...)
@@ -18,13 +24,15 @@ const USAGE = `usage:
   gateway orgs list                       list organizations
   gateway keys create --org <id|name> --name <label>
                       [--spending-limit <usd>] [--rpm <n>] [--expires-at <ISO date>] [--scopes a,b]
-                                          create an API key (printed once)
+                                          create an API key (printed once);
+                                          scopes: ${SCOPES.join(", ")}
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
   gateway migrate                         apply database migrations and exit
   gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
-Configuration is read from the environment; see README.md.`;
+Beside a running service on the same embedded DATA_DIR, orgs/keys commands go through
+that service. Configuration is read from the environment; see README.md.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", sub, ...rest] = argv;
@@ -70,68 +78,75 @@ async function main(argv: string[]): Promise<number> {
     return -1; // keep running
   }
 
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread });
-  const repo = new KeyRepository(database.db);
+  // Checked before anything is opened, so a typo costs nothing.
+  const scopes = command === "keys" && sub === "create" ? scopesFlag(rest) : undefined;
+  const admin = await openKeyAdmin(config);
   try {
     switch (`${command} ${sub ?? ""}`.trim()) {
       case "migrate":
-        console.log("migrations applied");
+        console.log(admin.servicePid ? `migrations applied (by the running service, pid ${admin.servicePid})` : "migrations applied");
         return 0;
       case "orgs create": {
         const name = rest[0];
         if (!name) throw new UsageError("orgs create needs a name");
-        console.log(JSON.stringify(organizationJson(await repo.createOrganization(name)), null, 2));
+        console.log(JSON.stringify(await admin.createOrganization(name), null, 2));
         return 0;
       }
       case "orgs list":
-        console.log(JSON.stringify((await repo.listOrganizations()).map(organizationJson), null, 2));
+        console.log(JSON.stringify(await admin.listOrganizations(), null, 2));
         return 0;
       case "keys create": {
-        const { values } = parseArgs({
-          args: rest,
-          options: {
-            org: { type: "string" },
-            name: { type: "string" },
-            "spending-limit": { type: "string" },
-            rpm: { type: "string" },
-            "expires-at": { type: "string" },
-            scopes: { type: "string" },
-          },
-        });
+        const { values } = parseArgs({ args: rest, options: KEY_CREATE_OPTIONS });
         if (!values.org || !values.name) throw new UsageError("keys create needs --org and --name");
-        const org = await repo.findOrganization(values.org);
+        const org = await admin.findOrganization(values.org);
         if (!org) throw new UsageError(`no organization "${values.org}"; list them with 'orgs list'`);
-        const { record, key } = await repo.createKey({
+        const created = await admin.createKey({
           organizationId: org.id,
           name: values.name,
           spendingLimit: numberFlag("spending-limit", values["spending-limit"]),
           rpm: numberFlag("rpm", values.rpm),
           expiresAt: dateFlag(values["expires-at"]),
-          scopes: values.scopes ? values.scopes.split(",").map((s) => s.trim()).filter(Boolean) : [],
+          scopes,
         });
-        console.log(JSON.stringify({ ...keyJson(record), key }, null, 2));
+        console.log(JSON.stringify(created, null, 2));
         console.error("The key above is shown only once.");
         return 0;
       }
       case "keys list": {
         const { values } = parseArgs({ args: rest, options: { org: { type: "string" } } });
-        const org = values.org ? await repo.findOrganization(values.org) : undefined;
+        const org = values.org ? await admin.findOrganization(values.org) : undefined;
         if (values.org && !org) throw new UsageError(`no organization "${values.org}"`);
-        console.log(JSON.stringify((await repo.listKeys(org?.id)).map(keyJson), null, 2));
+        console.log(JSON.stringify(await admin.listKeys(org?.id), null, 2));
         return 0;
       }
       case "keys revoke": {
         if (!rest[0]) throw new UsageError("keys revoke needs a key id (key_...); find it with 'keys list'");
-        const { record } = await repo.revokeKey(rest[0]);
-        console.log(JSON.stringify(keyJson(record), null, 2));
+        console.log(JSON.stringify(await admin.revokeKey(rest[0]), null, 2));
         return 0;
       }
       default:
         throw new UsageError(`unknown command "${argv.join(" ")}"`);
     }
   } finally {
-    await database.close();
+    await admin.close();
   }
+}
+
+const KEY_CREATE_OPTIONS = {
+  org: { type: "string" },
+  name: { type: "string" },
+  "spending-limit": { type: "string" },
+  rpm: { type: "string" },
+  "expires-at": { type: "string" },
+  scopes: { type: "string" },
+} as const;
+
+function scopesFlag(args: string[]): string[] {
+  const { values } = parseArgs({ args, options: KEY_CREATE_OPTIONS });
+  const scopes = values.scopes ? values.scopes.split(",").map((s) => s.trim()).filter(Boolean) : [];
+  const problem = scopesProblem(scopes, SCOPES);
+  if (problem) throw new UsageError(`--scopes: ${problem}`);
+  return scopes;
 }
 
 class UsageError extends Error {}
@@ -156,9 +171,23 @@ main(process.argv.slice(2)).then(
   },
   (err) => {
     if (err instanceof UsageError) console.error(`error: ${err.message}\n\n${USAGE}`);
-    else if (err instanceof ConfigError || err instanceof PluginError || err instanceof NotFoundError || err instanceof ConflictError)
+    else if (err instanceof DataDirLockedError)
+      console.error(
+        `error: ${err.message}. An embedded database has one owner: stop that process first, or give this one a DATA_DIR of its own ` +
+          "(several processes can share one PostgreSQL database through DATABASE_URL).",
+      );
+    else if (
+      err instanceof ConfigError ||
+      err instanceof PluginError ||
+      err instanceof NotFoundError ||
+      err instanceof ConflictError ||
+      err instanceof AdminApiError ||
+      err instanceof ServiceBusyError
+    )
       console.error(`error: ${err.message}`);
     else console.error(err);
-    process.exit(err instanceof UsageError ? 2 : 1);
+    // 2: the command cannot run as given or now (usage, a busy data directory); 1: it failed.
+    const cannotRun = err instanceof UsageError || err instanceof DataDirLockedError || err instanceof ServiceBusyError;
+    process.exit(cannotRun ? 2 : 1);
   },
 );

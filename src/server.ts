@@ -1,6 +1,7 @@
 import { type App, createApp, type RouteModule, routeModules, startModules } from "./app";
 import type { Database } from "./db/client";
 import { type Config, ConfigError } from "./config";
+import { removeAdminEndpoint, writeAdminEndpoint } from "./keys/local-admin";
 import { bootstrap, createServices, type Services } from "./services";
 
 export interface RunningServer {
@@ -38,6 +39,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const created = await bootstrap(services);
   const server = app.server!;
   const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
+  // The CLI on this machine finds the running service here (keys/local-admin.ts); written
+  // once the service answers, so a CLI that finds it can use it.
+  if (services.localAdminToken) writeAdminEndpoint(config.dataDir, { url, token: services.localAdminToken, pid: process.pid });
   services.log.info("listening", { url, port: server.port, database: services.database.kind });
   if (created) {
     services.log.info("created organization 'default' and a first API key", { organizationId: created.organizationId });
@@ -53,6 +57,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     stop() {
       stopping ??= (async () => {
         services.log.info("shutting down: draining in-flight requests");
+        if (services.localAdminToken) removeAdminEndpoint(config.dataDir);
         await server.stop(false);
         await services.close();
       })();

@@ -1,10 +1,11 @@
 import { builtinPlugins } from "../providers";
 import type { AfterAuthHook } from "../plugins/core";
 import { SurfaceTable } from "../plugins/surfaces";
-import type { Config } from "./config";
+import { boolSetting, type Config, intSetting } from "./config";
 import { type Database, type Db, openDatabase } from "./db/client";
 import { AuthCache } from "./keys/auth-cache";
 import { KeyRepository } from "./keys/keys";
+import { newLocalAdminToken } from "./keys/local-admin";
 import { createLogger, type Logger } from "./log";
 import type { PluginModule } from "./registry/plugin";
 import { Registry } from "./registry/registry";
@@ -21,6 +22,11 @@ export interface Services {
   db: Db;
   keys: KeyRepository;
   authCache: AuthCache;
+  /**
+   * Embedded database only: a per-start admin credential for the CLI on this machine
+   * (see keys/local-admin.ts); accepted by the admin API even without ADMIN_TOKEN.
+   */
+  localAdminToken?: string;
   registry: Registry;
   surfaces: SurfaceTable;
   /** Hooks run after a key is accepted (rate limits and the like register here). */
@@ -43,7 +49,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread }));
   log.info("database ready", { kind: database.kind });
   const keys = new KeyRepository(database.db);
-  const authCache = new AuthCache(keys, log);
+  const authCache = new AuthCache(keys, log, {
+    // KEY_CACHE_LISTEN=false where LISTEN cannot work (a transaction-pooling proxy in
+    // front of PostgreSQL); the poll alone then bounds how late a revocation arrives.
+    listen: boolSetting(config.env, "KEY_CACHE_LISTEN", true) ? database.listen : undefined,
+    pollMs: intSetting(config.env, "KEY_CACHE_RESYNC_MS", 5_000, 10),
+  });
   await authCache.start();
   const registry = await Registry.load({
     builtins: opts.builtins ?? builtinPlugins,
@@ -60,12 +71,14 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     db: database.db,
     keys,
     authCache,
+    // Only for a data directory this process opened (and so owns), never a handed-in database.
+    localAdminToken: !opts.database && database.kind === "pglite" ? newLocalAdminToken() : undefined,
     registry,
     surfaces: new SurfaceTable(),
     afterAuth: [],
     onShutdown: [],
     async close() {
-      authCache.stop();
+      await authCache.stop();
       for (const hook of services.onShutdown.reverse()) await hook();
       if (!opts.database) await database.close();
       log.flush();

@@ -5,6 +5,7 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import { lockDataDir, restrictTree } from "./data-dir";
 import { migrate } from "./migrate";
 import { pgliteAssets } from "./pglite-assets";
 import { PgliteThread } from "./pglite-thread";
@@ -20,6 +21,12 @@ export interface Database {
   close(): Promise<void>;
   /** PGlite only: a tarball of the data directory (loadable with `loadDataDir`). */
   dump?(): Promise<Blob>;
+  /**
+   * Calls `onMessage` with the payload of every NOTIFY on `channel`, and `onListen` each
+   * time listening (re)starts: notifications sent while the connection was down are lost,
+   * so the caller catches up there. Undefined where the client cannot listen.
+   */
+  listen?(channel: string, onMessage: (payload: string) => void, onListen: () => void): Promise<() => Promise<void>>;
 }
 
 export interface OpenOptions {
@@ -51,22 +58,51 @@ function openPostgres(url: string): Database {
     kind: "postgres",
     ping: async () => void (await db.execute(sql`select 1`)),
     close: () => client.end({ timeout: 5 }),
+    async listen(channel, onMessage, onListen) {
+      // postgres.js keeps one extra connection for listening and re-listens after it drops.
+      const { unlisten } = await client.listen(channel, onMessage, onListen);
+      return unlisten;
+    },
   };
 }
 
 async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThread: boolean): Promise<Database> {
   const inMemory = dataDir.startsWith("memory://");
   const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
-  if (!inMemory) mkdirSync(pgDir, { recursive: true });
-  const client = ownThread ? await PgliteThread.create(pgDir, loadDataDir) : await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets()) });
+  // One opener per directory, ever: the lock comes before the first file is touched.
+  const lock = inMemory ? undefined : lockDataDir(dataDir);
+  let client: PGlite | PgliteThread;
+  try {
+    if (!inMemory) {
+      mkdirSync(pgDir, { recursive: true, mode: 0o700 });
+      restrictTree(pgDir);
+    }
+    client = ownThread ? await PgliteThread.create(pgDir, loadDataDir) : await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets()) });
+    if (!inMemory) restrictTree(pgDir);
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   // The thread implements the part of PGlite's client that drizzle's driver uses.
   const db = drizzlePglite(client as PGlite, { schema }) as unknown as Db;
   return {
     db,
     kind: "pglite",
     ping: async () => void (await client.query("select 1")),
-    close: () => client.close(),
+    async close() {
+      try {
+        await client.close();
+        if (!inMemory) restrictTree(pgDir);
+      } finally {
+        lock?.release();
+      }
+    },
     dump: () => client.dumpDataDir("none"),
+    async listen(channel, onMessage, onListen) {
+      const unlisten = await client.listen(channel, onMessage);
+      onListen();
+      return unlisten;
+    },
   };
 }
 

@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { ApiError } from "../../plugins/errors";
 import type { Surface } from "../../plugins/surfaces";
 import type { Services } from "../services";
-import { ConflictError, type KeyRecord, NotFoundError, type Organization } from "./keys";
+import { ConflictError, type KeyRecord, NotFoundError, type Organization, scopesProblem } from "./keys";
 
 /** Admin API: flat errors, authenticated by ADMIN_TOKEN, 404 when that is unset. */
 export const adminSurface: Surface = { prefix: "/admin", family: "flat", credentials: "admin" };
@@ -36,7 +36,7 @@ const optionalProps = {
   spendingLimit: t.Optional(t.Union([t.Number({ minimum: 0 }), t.Null()])),
   rpm: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
   expiresAt: t.Optional(t.Union([t.String({ format: "date-time" }), t.Null()])),
-  scopes: t.Optional(t.Array(t.String({ minLength: 1 }))),
+  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: "Scopes of public surfaces (`models`, `sandboxes`, `events`, `agents`); empty = every surface" })),
 };
 
 export function organizationJson(o: Organization) {
@@ -74,6 +74,10 @@ function mapRepoError(e: unknown): never {
 }
 
 export function adminRoutes(s: Services) {
+  const checkScopes = (scopes: string[] | undefined) => {
+    const problem = scopesProblem(scopes, s.surfaces.scopes());
+    if (problem) throw new ApiError(400, problem);
+  };
   const detail = { tags: ["admin"], security: [{ adminToken: [] }] };
   return new Elysia({ prefix: "/admin" })
     .post(
@@ -92,6 +96,7 @@ export function adminRoutes(s: Services) {
     .post(
       "/keys",
       async ({ body, set }) => {
+        checkScopes(body.scopes);
         const { record, key } = await s.keys
           .createKey({ ...body, expiresAt: toDate(body.expiresAt) })
           .catch(mapRepoError);
@@ -100,7 +105,7 @@ export function adminRoutes(s: Services) {
       },
       {
         body: t.Object({ organizationId: t.String({ minLength: 1 }), name: t.String({ minLength: 1, maxLength: 200 }), ...optionalProps }),
-        response: { 201: CreatedKeySchema, 404: ErrorSchema },
+        response: { 201: CreatedKeySchema, 400: ErrorSchema, 404: ErrorSchema },
         detail,
       },
     )
@@ -121,13 +126,14 @@ export function adminRoutes(s: Services) {
     .patch(
       "/keys/:id",
       async ({ params, body }) => {
+        checkScopes(body.scopes);
         const { record, keyHash } = await s.keys.updateKey(params.id, { ...body, expiresAt: toDate(body.expiresAt) }).catch(mapRepoError);
         s.authCache.set(keyHash, record);
         return keyJson(record);
       },
       {
         body: t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), enabled: t.Optional(t.Boolean()), ...optionalProps }),
-        response: { 200: KeySchema, 404: ErrorSchema, 409: ErrorSchema },
+        response: { 200: KeySchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail,
       },
     );

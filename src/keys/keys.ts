@@ -39,6 +39,16 @@ export type KeyPatch = Partial<Pick<KeyRecord, "name" | "spendingLimit" | "rpm" 
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
+/**
+ * Why `scopes` is not acceptable, or undefined when each names a scope some surface asks
+ * for (`valid`, see surfaceScopes). Threat: a typo such as "sandbox" would otherwise
+ * create a key that silently works nowhere, or be taken for a restriction that does not exist.
+ */
+export function scopesProblem(scopes: readonly string[] | undefined, valid: readonly string[]): string | undefined {
+  const unknown = (scopes ?? []).filter((s) => !valid.includes(s));
+  if (!unknown.length) return undefined;
+  return `unknown scope${unknown.length > 1 ? "s" : ""} ${unknown.map((s) => JSON.stringify(s)).join(", ")}; valid scopes: ${valid.join(", ")}`;
+}
 
 /** `sk-` + 64 lowercase hex characters (32 random bytes), as the spec gives. */
 export function generateKey(): string {
