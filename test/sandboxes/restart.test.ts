@@ -7,7 +7,7 @@ import { KeyRepository } from "../../src/keys/keys";
 import { procStat } from "../../src/sandboxes/local/procfs";
 import { freshServerDatabaseUrl } from "../helpers/database";
 import { killProcessesUnder, type ServiceProcess, spawnService } from "../helpers/process";
-import { apiFor, requireBubblewrap, waitUntil } from "./helpers";
+import { apiFor, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
 requireBubblewrap();
 
@@ -22,7 +22,7 @@ afterAll(async () => {
 const COUNTER = "i=0; while :; do i=$((i+1)); echo $i > /tmp/count.tmp; mv /tmp/count.tmp /tmp/count; sleep 0.05; done";
 
 function readCount(dataDir: string, id: string): number {
-  const path = join(dataDir, "sandboxes", id, "tmp", "count");
+  const path = pathInSandbox(dataDir, id, "/tmp/count");
   return existsSync(path) ? Number(readFileSync(path, "utf8").trim() || 0) : 0;
 }
 
