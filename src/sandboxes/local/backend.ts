@@ -96,7 +96,8 @@ export class LocalBackend implements SandboxBackend {
     return (this.cgroupState = { problem: `the local sandbox backend cannot create a cgroup per sandbox (${found}); fix that, or accept sandboxes without per-sandbox limits with providers.local.withoutCgroups` });
   }
 
-  private get cgroups(): SandboxCgroups | undefined {
+  /** The per-sandbox groups (undefined when running without them). */
+  get cgroups(): SandboxCgroups | undefined {
     return this.cgroupSetup().cgroups;
   }
 

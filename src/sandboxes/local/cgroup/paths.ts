@@ -60,7 +60,8 @@ export function parseProcCgroup(text: string): Map<string, string> {
 export function groupDir(mount: CgroupMount, path: string): string | undefined {
   const root = mount.root === "/" ? "" : mount.root.replace(/\/$/, "");
   if (root && path !== root && !path.startsWith(`${root}/`)) return undefined;
-  return posix.join(mount.point, path.slice(root.length) || "/");
+  const dir = posix.join(mount.point, path.slice(root.length) || "/");
+  return dir.length > 1 ? dir.replace(/\/+$/, "") : dir;
 }
 
 /** Names that may become a directory under the sandboxes' parent group. */

@@ -126,6 +126,10 @@ export class CgroupV1 implements SandboxCgroups {
     return keyedNumbers(readText(join(this.dir("memory", name)!, "memory.oom_control"))).get("oom_kill") ?? 0;
   }
 
+  cpuThrottled(name: string): number {
+    return keyedNumbers(readText(join(this.dir("cpu", name)!, "cpu.stat"))).get("nr_throttled") ?? 0;
+  }
+
   cpuUsageUs(name: string): number | undefined {
     const dir = this.dir("cpuacct", name);
     const ns = dir ? readText(join(dir, "cpuacct.usage")) : undefined;

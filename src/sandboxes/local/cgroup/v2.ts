@@ -126,6 +126,10 @@ export class CgroupV2 implements SandboxCgroups {
     return keyedNumbers(readText(join(this.dir(name), "memory.events"))).get("oom_kill") ?? 0;
   }
 
+  cpuThrottled(name: string): number {
+    return keyedNumbers(readText(join(this.dir(name), "cpu.stat"))).get("nr_throttled") ?? 0;
+  }
+
   cpuUsageUs(name: string): number | undefined {
     return keyedNumbers(readText(join(this.dir(name), "cpu.stat"))).get("usage_usec");
   }
