@@ -17,9 +17,9 @@ const configSchema = Type.Object({
   /** Where to look for bwrap and the util-linux tools, PATH-style; default the service's PATH. */
   toolPath: Type.Optional(Type.String()),
   /**
-   * Where no cgroup can be created for each sandbox, run sandboxes anyway, without
-   * per-sandbox memory, CPU and process limits (only the per-process rlimits below).
-   * Off by default: sandbox creation then answers 503.
+   * Run sandboxes without a cgroup each: no per-sandbox memory, CPU and process limits
+   * (only the per-process rlimits below). For hosts where the service cannot create
+   * cgroups; without this setting, sandbox creation there answers 503.
    */
   withoutCgroups: Type.Optional(Type.Boolean()),
   limits: Type.Optional(
@@ -55,7 +55,7 @@ export default definePlugin({
   serves: ["processes", "filesystem", "pause"],
   configSchema,
   // Zero configuration on by default; SANDBOX_LOCAL=off disables it, and
-  // SANDBOX_LOCAL=without-cgroups runs it without per-sandbox limits where no cgroup can be made.
+  // SANDBOX_LOCAL=without-cgroups runs it without per-sandbox limits (withoutCgroups).
   fromEnv: (env) => (env.SANDBOX_LOCAL === "off" ? undefined : env.SANDBOX_LOCAL === "without-cgroups" ? { withoutCgroups: true } : {}),
   create(config, ctx) {
     return new LocalBackend({

@@ -41,7 +41,7 @@ export interface LocalOptions {
   /** Where per-sandbox directories live (DATA_DIR/sandboxes). */
   root: string;
   limits: LocalLimits;
-  /** Run sandboxes without per-sandbox cgroups when none can be created (no memory, CPU or process limit per sandbox). */
+  /** Run sandboxes without per-sandbox cgroups (no memory, CPU or process limit per sandbox; the operator's explicit choice). */
   withoutCgroups: boolean;
   /** Resources of a template that sets none (see templates.ts). */
   defaultResources: SandboxResources;
@@ -84,16 +84,17 @@ export class LocalBackend implements SandboxBackend {
   /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
   private cgroupSetup(): { cgroups?: SandboxCgroups; problem?: string } {
     if (this.cgroupState) return this.cgroupState;
+    if (this.opts.withoutCgroups) {
+      this.opts.log.warn("local sandboxes run WITHOUT per-sandbox memory, CPU and process limits (providers.local.withoutCgroups)");
+      return (this.cgroupState = {});
+    }
     const found = detectCgroups(parentGroupName(this.opts.root));
     if (typeof found !== "string") {
       this.opts.log.info("local sandboxes get a cgroup each", { where: found.where });
       return (this.cgroupState = { cgroups: found });
     }
-    if (this.opts.withoutCgroups) {
-      this.opts.log.warn("local sandboxes run WITHOUT per-sandbox memory, CPU and process limits (providers.local.withoutCgroups)", { reason: found });
-      return (this.cgroupState = {});
-    }
-    return (this.cgroupState = { problem: `the local sandbox backend cannot create a cgroup per sandbox (${found}); fix that, or accept sandboxes without per-sandbox limits with providers.local.withoutCgroups` });
+    this.opts.log.error("local sandboxes cannot get a cgroup each; sandbox creation is refused", { reason: found });
+    return (this.cgroupState = { problem: `the local sandbox backend cannot create a cgroup per sandbox (${found}); fix that, or run sandboxes without per-sandbox limits with providers.local.withoutCgroups` });
   }
 
   /** The per-sandbox groups (undefined when running without them). */
@@ -151,7 +152,7 @@ export class LocalBackend implements SandboxBackend {
     if (warm) {
       // Bind mounts follow inodes, not paths: renaming a warm sandbox's directory keeps it working.
       renameSync(join(this.opts.root, warm.dir), dir);
-      if (warm.state.cgroup) this.cgroups?.setLimits(warm.state.cgroup, resources);
+      if (warm.state.cgroup && !sameResources(warm.state.resources, resources)) this.cgroups?.setLimits(warm.state.cgroup, resources);
       warm.state.resources = resources;
     }
     const started = warm ?? (await this.start(spec.template, spec.sandboxId, resources));
@@ -359,6 +360,10 @@ export class LocalBackend implements SandboxBackend {
       await cg!.destroy(group);
     }
   }
+}
+
+function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {
+  return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
 }
 
 function readState(dir: string): LocalState | undefined {
