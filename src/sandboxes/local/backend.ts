@@ -163,7 +163,7 @@ export class LocalBackend implements SandboxBackend {
   }
 
   private start(template: SandboxTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups });
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups });
   }
 
   /** A started, unused sandbox of this template, if the warm pool has a live one. */
@@ -203,6 +203,8 @@ export class LocalBackend implements SandboxBackend {
     this.closed = true;
     await Promise.all(this.filling.values());
     for (const pool of this.pool.values()) for (const w of pool.splice(0)) await this.destroyDir(w.dir, w.state);
+    // Sandboxes outlive the service and keep the parent group; an empty one goes.
+    this.cgroupState?.cgroups?.removeParentIfEmpty();
   }
 
   private async destroyDir(dir: string, s: LocalState): Promise<void> {
@@ -217,15 +219,17 @@ export class LocalBackend implements SandboxBackend {
   }
 
   /** prlimit arguments: per-process limits inherited by the sandbox and by every command run in it. */
-  private limitArgs(): string[] {
+  private limitArgs(resources?: SandboxResources): string[] {
     const l = this.opts.limits;
+    // A sandbox given more memory than the per-process cap may use it in one process.
+    const asMB = Math.max(l.memoryMB, resources?.memoryMB ?? 0);
     return [
       this.tool("prlimit"),
       // Threat: fork bombs (the pids cgroup is the per-sandbox cap). Counted per host uid,
       // which is unique to the sandbox.
       `--nproc=${l.processes}`,
       // Threat: one process taking the sandbox's whole memory (the memory cgroup caps the sandbox).
-      `--as=${l.memoryMB * 1024 * 1024}`,
+      `--as=${asMB * 1024 * 1024}`,
       // Threat: busy loops in background processes burning CPU forever.
       `--cpu=${l.cpuSeconds}`,
       `--fsize=${l.fileSizeMB * 1024 * 1024}`,
@@ -249,7 +253,7 @@ export class LocalBackend implements SandboxBackend {
       ...joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []),
       // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
       // in the sandbox's user namespace, so setuid-root binaries gain nothing.
-      ...this.limitArgs(),
+      ...this.limitArgs(s.resources),
       this.tool("nsenter"), "-t", String(s.initPid),
       "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
       "--setuid", String(SANDBOX_UID), "--setgid", String(SANDBOX_UID),

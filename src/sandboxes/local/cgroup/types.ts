@@ -27,6 +27,8 @@ export interface SandboxCgroups {
   /** Kills every process of the group and removes it; nothing to do when it is gone. */
   destroy(name: string): Promise<void>;
   exists(name: string): boolean;
+  /** Removes the parent group(s) if no sandbox group is left (service shutdown); otherwise nothing. */
+  removeParentIfEmpty(): void;
   /** Group names under the parent (for the start-up sweep). */
   names(): string[];
   /** How many processes the kernel's OOM killer has killed in the group. */

@@ -118,6 +118,10 @@ export class CgroupV1 implements SandboxCgroups {
     return this.dirs.some((d) => existsSync(join(d, name)));
   }
 
+  removeParentIfEmpty(): void {
+    if (!this.names().length) for (const d of this.dirs) removeGroup(d);
+  }
+
   names(): string[] {
     return [...new Set(this.dirs.flatMap((d) => subdirs(d)))];
   }

@@ -118,6 +118,10 @@ export class CgroupV2 implements SandboxCgroups {
     return existsSync(this.dir(name));
   }
 
+  removeParentIfEmpty(): void {
+    if (!this.names().length) removeGroup(this.parent);
+  }
+
   names(): string[] {
     return subdirs(this.parent);
   }
