@@ -32,10 +32,9 @@ function pssKiB(pid: number): number {
   }
 }
 
-export async function run() {
-  if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
+/** An in-process service with its own data directory; `env` adds settings (SANDBOX_LOCAL). */
+async function benchService(databaseUrl: string | undefined, env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-sbx-"));
-  const db = await benchDatabase("sbx");
   const server = await startServer(
     loadConfig({
       PORT: "0",
@@ -45,11 +44,12 @@ export async function run() {
       BOOTSTRAP: "false",
       PATH: process.env.PATH,
       SANDBOX_REAPER_INTERVAL_MS: "60000",
-      ...(db.url ? { DATABASE_URL: db.url } : {}),
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      ...env,
     }),
   );
   const s = server.services;
-  const org = await s.keys.createOrganization("bench");
+  const org = await s.keys.createOrganization(`bench-${Date.now()}`);
   const { key } = await s.keys.createKey({ organizationId: org.id, name: "bench" });
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(server.url + path, {
@@ -61,6 +61,36 @@ export async function run() {
     if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
     return text ? JSON.parse(text) : undefined;
   };
+  const close = async () => {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { server, call, close };
+}
+
+/** create + first `echo hi` result, n times after a warm-up; the sandboxes are deleted. */
+async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchService>>["call"], n: number): Promise<number[]> {
+  for (let i = 0; i < 3; i++) {
+    const sb = await call("POST", "/sandboxes", { templateID: "base" });
+    await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
+    await call("DELETE", `/sandboxes/${sb.sandboxID}`);
+  }
+  const ids: string[] = [];
+  const out = await time(n, async () => {
+    const sb = await call("POST", "/sandboxes", { templateID: "base" });
+    const r = await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
+    if (r.stdout !== "hi\n") throw new Error("wrong output");
+    ids.push(sb.sandboxID);
+  });
+  for (const id of ids) await call("DELETE", `/sandboxes/${id}`);
+  return out;
+}
+
+export async function run() {
+  if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
+  const db = await benchDatabase("sbx");
+  const { server, call, close } = await benchService(db.url);
+  const s = server.services;
   const created: string[] = [];
   try {
     const loadAvg = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
@@ -72,19 +102,16 @@ export async function run() {
       await Bun.spawn(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--", "echo", "hi"], { stdout: "ignore" }).exited;
     });
 
-    // Warm-up (JIT, database).
-    for (let i = 0; i < 3; i++) {
-      const sb = await call("POST", "/sandboxes", { templateID: "base" });
-      await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
-      await call("DELETE", `/sandboxes/${sb.sandboxID}`);
+    // Without per-sandbox cgroups (providers.local.withoutCgroups), for comparison.
+    const plain = await benchService(db.url, { SANDBOX_LOCAL: "without-cgroups" });
+    let createFirstPlain: number[];
+    try {
+      createFirstPlain = await createAndFirstCommand(plain.call, 30);
+    } finally {
+      await plain.close();
     }
-
-    const createFirst = await time(30, async () => {
-      const sb = await call("POST", "/sandboxes", { templateID: "base" });
-      const r = await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
-      if (r.stdout !== "hi\n") throw new Error("wrong output");
-      created.push(sb.sandboxID);
-    });
+    const createFirst = await createAndFirstCommand(call, 30);
+    created.push((await call("POST", "/sandboxes", { templateID: "base" })).sandboxID);
     const id = created[0];
     const exec = await time(200, async () => {
       await call("POST", `/sandboxes/${id}/processes`, { cmd: "echo", args: ["hi"] });
@@ -135,7 +162,8 @@ export async function run() {
     console.log("|---|---:|---:|---:|");
     console.log(`| baseline: spawn \`echo hi\` on the host | ${p(hostEcho, 50)} | ${p(hostEcho, 99)} | 1.00x |`);
     console.log(`| baseline: one-shot \`bwrap --unshare-all ... echo hi\` | ${p(oneShot, 50)} | ${p(oneShot, 99)} | ${fmt(percentile(oneShot, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
-    console.log(`| create + first command result (\`echo hi\`), API | ${p(createFirst, 50)} | ${p(createFirst, 99)} | ${fmt(percentile(createFirst, 50) / percentile(oneShot, 50), 2)}x one-shot bwrap |`);
+    console.log(`| create + first command result (\`echo hi\`), API, without cgroups | ${p(createFirstPlain, 50)} | ${p(createFirstPlain, 99)} | ${fmt(percentile(createFirstPlain, 50) / percentile(oneShot, 50), 2)}x one-shot bwrap |`);
+    console.log(`| create + first command result (\`echo hi\`), API, cgroup per sandbox | ${p(createFirst, 50)} | ${p(createFirst, 99)} | ${fmt(percentile(createFirst, 50) / percentile(createFirstPlain, 50), 2)}x without cgroups |`);
     console.log(`| exec round trip (\`echo hi\`), API | ${p(exec, 50)} | ${p(exec, 99)} | ${fmt(percentile(exec, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
     console.log(`| pause, API | ${p(pause, 50)} | ${p(pause, 99)} | |`);
     console.log(`| resume (connect), API | ${p(resume, 50)} | ${p(resume, 99)} | |`);
@@ -149,8 +177,7 @@ export async function run() {
     console.log(`| total PSS of ${IDLE} sandboxes | ${fmt(pss / 1024, 1)} MiB |`);
   } finally {
     for (const sid of created) await call("DELETE", `/sandboxes/${sid}`).catch(() => {});
-    await server.stop();
+    await close();
     await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { Type } from "@sinclair/typebox";
 import { definePlugin } from "../src/registry/plugin";
 import { LocalBackend, type LocalLimits } from "../src/sandboxes/local/backend";
+import { DEFAULT_RESOURCES } from "../src/sandboxes/templates";
 
 /**
  * Sandboxes on this host, isolated with bubblewrap (Linux namespaces) - the embedded
@@ -15,9 +16,15 @@ const configSchema = Type.Object({
   warmPool: Type.Optional(Type.Integer({ minimum: 0, maximum: 64 })),
   /** Where to look for bwrap and the util-linux tools, PATH-style; default the service's PATH. */
   toolPath: Type.Optional(Type.String()),
+  /**
+   * Run sandboxes without a cgroup each: no per-sandbox memory, CPU and process limits
+   * (only the per-process rlimits below). For hosts where the service cannot create
+   * cgroups; without this setting, sandbox creation there answers 503.
+   */
+  withoutCgroups: Type.Optional(Type.Boolean()),
   limits: Type.Optional(
     Type.Object({
-      /** Processes per sandbox. */
+      /** Processes per sandbox uid (rlimit; the per-sandbox cap is the template's `pids`). */
       processes: Type.Optional(Type.Integer({ minimum: 8 })),
       /** Address space per process, MiB. */
       memoryMB: Type.Optional(Type.Integer({ minimum: 64 })),
@@ -44,16 +51,19 @@ export const DEFAULT_LIMITS: LocalLimits = {
 export default definePlugin({
   kind: "sandbox",
   name: "local",
-  description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net)",
+  description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net, cgroup), each in a cgroup of its own",
   serves: ["processes", "filesystem", "pause"],
   configSchema,
-  // Zero configuration on by default; SANDBOX_LOCAL=off disables it.
-  fromEnv: (env) => (env.SANDBOX_LOCAL === "off" ? undefined : {}),
+  // Zero configuration on by default; SANDBOX_LOCAL=off disables it, and
+  // SANDBOX_LOCAL=without-cgroups runs it without per-sandbox limits (withoutCgroups).
+  fromEnv: (env) => (env.SANDBOX_LOCAL === "off" ? undefined : env.SANDBOX_LOCAL === "without-cgroups" ? { withoutCgroups: true } : {}),
   create(config, ctx) {
     return new LocalBackend({
       root: config.root ?? join(ctx.dataDir, "sandboxes"),
       limits: { ...DEFAULT_LIMITS, ...config.limits },
       warmPool: config.warmPool ?? 2,
+      withoutCgroups: config.withoutCgroups ?? false,
+      defaultResources: DEFAULT_RESOURCES,
       log: ctx.log,
       path: config.toolPath ?? ctx.env.PATH,
     });

@@ -21,6 +21,27 @@ export interface SandboxTemplate {
   requires?: string[];
   /** The backend's own template name, when it differs from `id` (e2b). */
   remoteTemplate?: string;
+  /** Defaults of a sandbox's resources (see templates.ts for the shipped values). */
+  memoryMB?: number;
+  cpuCount?: number;
+  diskSizeMB?: number;
+  pids?: number;
+  /** Most a create may ask for (`memoryMB`, `cpuCount`, `diskSizeMB` in the create body). */
+  maxMemoryMB?: number;
+  maxCpuCount?: number;
+  maxDiskSizeMB?: number;
+}
+
+/** A sandbox's resources, resolved from its template and the create body. */
+export interface SandboxResources {
+  /** Memory of its processes plus the files in its tmpfs mounts, MiB. */
+  memoryMB: number;
+  /** CPU time in cores. */
+  cpuCount: number;
+  /** Size of each writable file system (/home/user, /tmp, /dev/shm), MiB. */
+  diskSizeMB: number;
+  /** Processes and threads. */
+  pids: number;
 }
 
 export interface CreateSpec {
@@ -29,6 +50,7 @@ export interface CreateSpec {
   envVars: Record<string, string>;
   metadata: Record<string, string>;
   timeoutSec: number;
+  resources: SandboxResources;
 }
 
 export interface ExecSpec {
@@ -47,6 +69,8 @@ export interface ExecResult {
   stdout: string;
   stderr: string;
   exitCode: number;
+  /** The sandbox's memory limit was hit while the command ran and the kernel killed a process in it. */
+  outOfMemory?: boolean;
 }
 
 export interface DirEntry {

@@ -61,6 +61,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
             timeout: body.timeout,
             metadata: stringMap("metadata", body.metadata),
             envVars: stringMap("envVars", body.envVars),
+            resources: { memoryMB: body.memoryMB, cpuCount: body.cpuCount, diskSizeMB: body.diskSizeMB },
           }),
         ),
       {
@@ -69,6 +70,9 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
           timeout: t.Optional(timeoutField("Lifetime in seconds from now (default 300)")),
           metadata: t.Optional(stringMapSchema("Key-value metadata, default {}")),
           envVars: t.Optional(stringMapSchema("Environment of every command, default {}")),
+          memoryMB: t.Optional(t.Integer({ minimum: 1, error: "memoryMB must be an integer number of MiB", description: "Memory of the sandbox in MiB (processes plus files in /home/user, /tmp, /dev/shm); default and maximum from the template (2048, up to 8192)" })),
+          cpuCount: t.Optional(t.Number({ exclusiveMinimum: 0, error: "cpuCount must be a positive number of cores", description: "CPU time in cores; default and maximum from the template (1, up to 2)" })),
+          diskSizeMB: t.Optional(t.Integer({ minimum: 1, error: "diskSizeMB must be an integer number of MiB", description: "Size of each writable file system (/home/user, /tmp, /dev/shm) in MiB; default and maximum from the template (1024, up to 4096)" })),
         }),
         response: { 200: SandboxSchema, 400: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema },
         detail: {

@@ -7,6 +7,7 @@ import type { Logger } from "../log";
 import type { Registry } from "../registry/registry";
 import { BackendError, type BackendState, type DirEntry, type ExecResult, type SandboxBackend, type SandboxTemplate } from "./backend";
 import { type SandboxRow, sandboxes } from "./schema";
+import { type ResourceOverrides, resolveResources } from "./templates";
 
 /** The spec's fixed `clientID`: the same constant for every sandbox. */
 export const CLIENT_ID = "6532622b";
@@ -41,6 +42,8 @@ export interface CreateInput {
   timeout?: number;
   metadata?: Record<string, string>;
   envVars?: Record<string, string>;
+  /** Resource overrides within the template's maximum (E2B's names). */
+  resources?: ResourceOverrides;
 }
 
 export const DEFAULT_TIMEOUT_SEC = 300;
@@ -111,12 +114,14 @@ export class SandboxService {
     if (!template) throw new ApiError(400, `unknown template: ${input.templateID}`);
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
+    const resources = resolveResources(template, input.resources ?? {});
+    if (typeof resources === "string") throw new ApiError(400, resources);
     const backend = this.backend(template.backend);
     const id = newId("sbx_");
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec }), "failed to create sandbox in provider");
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources }), "failed to create sandbox in provider");
     const startedAt = new Date();
     const endAt = new Date(startedAt.getTime() + timeoutSec * 1000);
     try {
@@ -308,8 +313,9 @@ export class SandboxService {
     // The output is not part of the event: it may hold secrets and be megabytes long.
     // Not a state change, so it need not commit with anything: written off the
     // response path (shutdown waits for it).
-    this.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs } });
-    return result;
+    const { outOfMemory, ...processResult } = result;
+    this.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs, ...(outOfMemory ? { outOfMemory: true } : {}) } });
+    return processResult;
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {

@@ -1,7 +1,50 @@
 import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { ConfigError, type ConfigFile } from "../config";
-import type { SandboxTemplate } from "./backend";
+import type { SandboxResources, SandboxTemplate } from "./backend";
+
+/**
+ * Resources of a template that sets none, sized for a 2-core, 24 GB host running a
+ * dozen busy sandboxes: each may use 2 GB of memory (files in its tmpfs mounts
+ * included), one core, 1 GB per writable file system and 256 processes. A create may
+ * ask for up to the template's maximum.
+ */
+export const DEFAULT_RESOURCES: SandboxResources & { maxMemoryMB: number; maxCpuCount: number; maxDiskSizeMB: number } = {
+  memoryMB: 2048,
+  cpuCount: 1,
+  diskSizeMB: 1024,
+  pids: 256,
+  maxMemoryMB: 8192,
+  maxCpuCount: 2,
+  maxDiskSizeMB: 4096,
+};
+
+/** What a create body may ask for (E2B's names). */
+export interface ResourceOverrides {
+  memoryMB?: number;
+  cpuCount?: number;
+  diskSizeMB?: number;
+}
+
+/** A sandbox's resources: the template's, then the create body's within the template's maximum; an error message otherwise. */
+export function resolveResources(t: SandboxTemplate, o: ResourceOverrides): SandboxResources | string {
+  const d = DEFAULT_RESOURCES;
+  const r: SandboxResources = { memoryMB: t.memoryMB ?? d.memoryMB, cpuCount: t.cpuCount ?? d.cpuCount, diskSizeMB: t.diskSizeMB ?? d.diskSizeMB, pids: t.pids ?? d.pids };
+  const checks: [keyof ResourceOverrides, number, number][] = [
+    ["memoryMB", MIN.memoryMB, Math.max(r.memoryMB, t.maxMemoryMB ?? d.maxMemoryMB)],
+    ["cpuCount", MIN.cpuCount, Math.max(r.cpuCount, t.maxCpuCount ?? d.maxCpuCount)],
+    ["diskSizeMB", MIN.diskSizeMB, Math.max(r.diskSizeMB, t.maxDiskSizeMB ?? d.maxDiskSizeMB)],
+  ];
+  for (const [key, min, max] of checks) {
+    const v = o[key];
+    if (v === undefined) continue;
+    if (typeof v !== "number" || !Number.isFinite(v) || v < min || v > max) return `${key} must be a number from ${min} to ${max} for template ${t.id}`;
+    r[key] = key === "cpuCount" ? v : Math.floor(v);
+  }
+  return r;
+}
+
+const MIN = { memoryMB: 64, cpuCount: 0.1, diskSizeMB: 1, pids: 16 };
 
 /**
  * Templates are configuration: `base` and `code_interpreter` ship by default on the
@@ -29,6 +72,13 @@ const TemplateSchema = Type.Object(
     mounts: Type.Optional(Type.Array(Type.String({ pattern: "^/" }))),
     requires: Type.Optional(Type.Array(Type.String({ pattern: "^[A-Za-z0-9._+-]+$" }))),
     remoteTemplate: Type.Optional(Type.String()),
+    memoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
+    cpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
+    diskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
+    pids: Type.Optional(Type.Integer({ minimum: MIN.pids })),
+    maxMemoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
+    maxCpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
+    maxDiskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
   },
   { additionalProperties: false },
 );

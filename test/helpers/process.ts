@@ -1,3 +1,4 @@
+import { endSandboxesUnder } from "./sandbox-cgroups";
 import type { Subprocess } from "bun";
 
 export interface ServiceProcess {
@@ -61,7 +62,8 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
 }
 
 /**
- * Kills every process whose command line mentions `dir` (sandboxes deliberately outlive
+ * Kills every process whose command line mentions `dir`, and every local sandbox (with
+ * its cgroup) of a service whose data directory is `dir` (sandboxes deliberately outlive
  * the service that started them; a test must not leave its sandboxes running).
  */
 export function killProcessesUnder(dir: string): number {
@@ -79,5 +81,5 @@ export function killProcessesUnder(dir: string): number {
       // gone already, or not ours to read
     }
   }
-  return killed;
+  return killed + endSandboxesUnder(dir);
 }

@@ -6,7 +6,7 @@ import { CLIENT_ID } from "../../src/sandboxes/service";
 import { sandboxes } from "../../src/sandboxes/schema";
 import { eq } from "drizzle-orm";
 import { startTestService, type TestService } from "../helpers/service";
-import { type Api, apiFor, destroyAll, eventsOf, expectError, requireBubblewrap, waitUntil } from "./helpers";
+import { type Api, apiFor, destroyAll, eventsOf, expectError, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
 requireBubblewrap();
 
@@ -364,7 +364,7 @@ test("bwrap missing: creation fails naming the package to install", async () => 
 const COUNTER = "i=0; while :; do i=$((i+1)); echo $i > /tmp/count.tmp; mv /tmp/count.tmp /tmp/count; sleep 0.05; done";
 
 function readCount(id: string): number {
-  const path = join(svc.dataDir, "sandboxes", id, "tmp", "count");
+  const path = pathInSandbox(svc.dataDir, id, "/tmp/count");
   return existsSync(path) ? Number(readFileSync(path, "utf8").trim() || 0) : 0;
 }
 

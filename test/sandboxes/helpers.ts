@@ -1,4 +1,6 @@
 import { expect } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { and, asc, eq, inArray } from "drizzle-orm";
 import { events } from "../../src/events/schema";
 import { sandboxServiceOf } from "../../src/sandboxes";
@@ -57,6 +59,20 @@ export async function destroyAll(svc: TestService): Promise<void> {
   for (const row of rows) {
     const inst = s.registry.instance<SandboxBackend>(row.backend);
     await inst?.instance.destroy(row.id, row.backendState).catch(() => {});
+  }
+}
+
+/**
+ * Host path of `path` inside a running local sandbox of the service with `dataDir`:
+ * its writable places are tmpfs mounts in the sandbox's own mount namespace, reached
+ * through its pid 1's root.
+ */
+export function pathInSandbox(dataDir: string, sandboxId: string, path: string): string {
+  try {
+    const { initPid } = JSON.parse(readFileSync(join(dataDir, "sandboxes", sandboxId, "state.json"), "utf8")) as { initPid: number };
+    return `/proc/${initPid}/root${path}`;
+  } catch {
+    return join(dataDir, "missing", path);
   }
 }
 

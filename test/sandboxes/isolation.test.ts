@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestService, type TestService } from "../helpers/service";
-import { type Api, apiFor, destroyAll, requireBubblewrap } from "./helpers";
+import { type Api, apiFor, destroyAll, pathInSandbox, requireBubblewrap } from "./helpers";
 
 requireBubblewrap();
 
@@ -71,6 +71,20 @@ test("host processes are invisible and unreachable", async () => {
   expect(cmdlines.stdout).not.toContain("bun");
 }, 30_000);
 
+test("nothing inside names a host path or the host's cgroups: own cgroup namespace, no DATA_DIR in /proc", async () => {
+  const id = await sandbox();
+  await sh(id, "sleep 100 >/dev/null 2>&1 &");
+  const r = await sh(id, "cat /proc/self/cgroup; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; cat $p/mountinfo $p/environ 2>/dev/null; readlink $p/cwd $p/root $p/fd/* 2>/dev/null; done; true");
+  expect(r.exitCode).toBe(0);
+  expect(r.stdout).toContain("sleep 100");
+  expect(r.stdout).not.toContain(svc.dataDir);
+  expect(r.stdout).not.toContain("sandboxes/");
+  // Every hierarchy's root is the sandbox's own group.
+  const cgroupLines = r.stdout.split("\n").filter((l) => /^\d+:[^:]*:/.test(l));
+  expect(cgroupLines.length).toBeGreaterThan(0);
+  for (const line of cgroupLines) expect(line).toMatch(/:\/$/);
+}, 30_000);
+
 test("the host's loopback (the service itself, its database) is unreachable", async () => {
   const id = await sandbox("code_interpreter");
   const port = new URL(svc.url).port;
@@ -112,7 +126,7 @@ test("another sandbox's files cannot be read, by path or through the file API", 
   const a = await sandbox();
   const b = await sandbox();
   await sh(a, "echo sandbox-a-secret > /home/user/mine.txt");
-  const hostPathOfA = join(svc.dataDir, "sandboxes", a, "home", "mine.txt");
+  const hostPathOfA = pathInSandbox(svc.dataDir, a, "/home/user/mine.txt");
   expect(existsSync(hostPathOfA)).toBe(true);
   const r = await sh(b, `cat '${hostPathOfA}'; cat /home/user/mine.txt; ls /home`);
   expect(r.stdout).not.toContain("sandbox-a-secret");

@@ -4,10 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { KeyRepository } from "../../src/keys/keys";
+import { detectCgroups, parentGroupName } from "../../src/sandboxes/local/cgroup/detect";
 import { procStat } from "../../src/sandboxes/local/procfs";
 import { freshServerDatabaseUrl } from "../helpers/database";
 import { killProcessesUnder, type ServiceProcess, spawnService } from "../helpers/process";
-import { apiFor, requireBubblewrap, waitUntil } from "./helpers";
+import { apiFor, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
 requireBubblewrap();
 
@@ -22,7 +23,7 @@ afterAll(async () => {
 const COUNTER = "i=0; while :; do i=$((i+1)); echo $i > /tmp/count.tmp; mv /tmp/count.tmp /tmp/count; sleep 0.05; done";
 
 function readCount(dataDir: string, id: string): number {
-  const path = join(dataDir, "sandboxes", id, "tmp", "count");
+  const path = pathInSandbox(dataDir, id, "/tmp/count");
   return existsSync(path) ? Number(readFileSync(path, "utf8").trim() || 0) : 0;
 }
 
@@ -96,6 +97,15 @@ test("a killed and restarted service keeps running and paused sandboxes and thei
   });
   api = apiFor(second, key);
   expect((await api("GET", `/sandboxes/${running}`)).body.status).toBe("running");
+  // Cgroups: the live sandboxes keep theirs; the lost sandbox's and the dead service's
+  // warm sandboxes' groups are gone.
+  const cg = detectCgroups(parentGroupName(join(dataDir, "sandboxes")));
+  if (typeof cg === "string") throw new Error(cg);
+  const groupOf = (id: string) => JSON.parse(readFileSync(join(dataDir, "sandboxes", id, "state.json"), "utf8")).cgroup as string;
+  // (A create may have taken a warm sandbox: its group keeps the warm name.)
+  const liveDirs = readdirSync(join(dataDir, "sandboxes"));
+  expect(liveDirs.sort()).toEqual([running, paused, expiring].sort());
+  expect(cg.names().sort()).toEqual(liveDirs.map(groupOf).sort());
   const before = readCount(dataDir, running);
   await waitUntil(async () => readCount(dataDir, running) > before + 3, 10_000, "the counter to run after the restart");
   const ps = await api("POST", `/sandboxes/${running}/processes`, { cmd: "sh", args: ["-c", "ps -eo args= | grep -c 'while :'"] });
@@ -116,4 +126,6 @@ test("a killed and restarted service keeps running and paused sandboxes and thei
   const ev2 = await fetch(`${second.url}/events/sandboxes/${expiring}`, { headers: { authorization: `Bearer ${key}` } });
   const killed2 = ((await ev2.json()) as { events: { type: string; data: { reason?: string } }[] }).events.filter((e) => e.type === "sandbox.lifecycle.killed");
   expect(killed2.map((e) => e.data.reason)).toEqual(["timeout"]);
+  for (const id of [running, paused]) expect((await api("DELETE", `/sandboxes/${id}`)).status).toBe(204);
+  expect(cg.names()).toEqual([]);
 }, 120_000);

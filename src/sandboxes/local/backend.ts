@@ -1,15 +1,20 @@
-import { randomBytes, randomInt } from "node:crypto";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { hostname } from "node:os";
-import { join, posix } from "node:path";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { Logger } from "../../log";
-import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxTemplate } from "../backend";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxResources, type SandboxTemplate } from "../backend";
+import { detectCgroups, parentGroupName } from "./cgroup/detect";
+import type { SandboxCgroups } from "./cgroup/types";
 import { runCaptured } from "./exec";
-import { ensureTraversable, prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
-import { childrenOf, pidNamespace, pidsInNamespace, procStat, signal } from "./procfs";
+import { listDir, readFile, removePath, type RunScript, writeFile } from "./files";
+import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
+import { pauseBySignals, resumeBySignals } from "./pause";
+import { procStat, signal } from "./procfs";
+import { killUnfinished, type Started, startSandbox } from "./start";
+import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
 export interface LocalLimits {
-  /** Processes per sandbox (RLIMIT_NPROC of the sandbox's own host uid). */
+  /** Processes per sandbox uid (RLIMIT_NPROC); the pids cgroup limit is the template's `pids`. */
   processes: number;
   /** Address space per process, MiB (RLIMIT_AS). */
   memoryMB: number;
@@ -23,12 +28,9 @@ export interface LocalLimits {
   outputBytes: number;
 }
 
-interface WarmSandbox {
+interface WarmSandbox extends Started {
   /** Directory name under the root (`pool_...`) until a create takes it. */
   dir: string;
-  state: LocalState;
-  /** Lets it outlive the service (see start). */
-  release: () => void;
 }
 
 export interface LocalOptions {
@@ -36,30 +38,19 @@ export interface LocalOptions {
   warmPool: number;
   /** PATH used to find bwrap and util-linux tools (the service's environment). */
   path?: string;
-  /** Where per-sandbox home and /tmp live (DATA_DIR/sandboxes). */
+  /** Where per-sandbox directories live (DATA_DIR/sandboxes). */
   root: string;
   limits: LocalLimits;
+  /** Run sandboxes without per-sandbox cgroups (no memory, CPU or process limit per sandbox; the operator's explicit choice). */
+  withoutCgroups: boolean;
+  /** Resources of a template that sets none (see templates.ts). */
+  defaultResources: SandboxResources;
   log: Logger;
 }
 
-/** What the database keeps for a local sandbox; enough to find it after a restart. */
-interface LocalState extends BackendState {
-  /** Host pid of the sandbox's pid 1 and its start time (guards against pid reuse). */
-  initPid: number;
-  initStart: number;
-  /** Host uid the sandbox runs as; unique per sandbox when the service runs as root. */
-  hostUid: number;
-  pidNs: string;
-  /** Hostname and boot id: pids mean nothing on another host or after a reboot. */
-  host: string;
-}
-
-/** This host and boot; a sandbox state from another one is not ours. */
-const HOST_ID = `${hostname()}/${safeRead("/proc/sys/kernel/random/boot_id").trim()}`;
-
 export const OUTPUT_MARKER = (stream: string, n: number) => `\n[${stream} truncated: output exceeded ${n} bytes]\n`;
+export const OOM_MARKER = (mb: number) => `\n[out of memory: the sandbox's memory limit (${mb} MB, files in /home/user, /tmp and /dev/shm included) was reached and the kernel killed a process in the sandbox]\n`;
 
-const READY_TIMEOUT_MS = 10_000;
 const HOST_TOOLS: [string, string][] = [
   ["bwrap", "bubblewrap"],
   ["nsenter", "util-linux"],
@@ -68,25 +59,48 @@ const HOST_TOOLS: [string, string][] = [
 ];
 
 /**
- * Sandboxes as bubblewrap namespaces on this host. Each sandbox is one long-lived
- * bwrap process tree (pid 1 + `sleep infinity`) started in its own session, so it
- * survives restarts of the service; commands and file operations join its namespaces
- * with nsenter instead of starting a new bwrap each time, which keeps a command round
- * trip to a few milliseconds.
+ * Sandboxes as bubblewrap namespaces on this host, each in a cgroup of its own. Each
+ * sandbox is one long-lived bwrap process tree (pid 1 + `sleep infinity`) started in
+ * its own session, so it survives restarts of the service; commands and file
+ * operations join its cgroup and namespaces (nsenter) instead of starting a new bwrap
+ * each time, which keeps a command round trip to a few milliseconds.
  */
 export class LocalBackend implements SandboxBackend {
   /**
-   * The service must run as root: it gives each sandbox its own host uid, and it joins
+   * The service must run as root: it gives each sandbox its own host uid, it joins
    * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
-   * maps the sandbox's uid 1000), which only a process privileged on the host can enter.
+   * maps the sandbox's uid 1000), which only a process privileged on the host can enter,
+   * and it creates cgroups.
    */
   private readonly privileged = process.getuid?.() === 0;
   private readonly tools = new Map<string, string>();
   private readonly pool = new Map<string, WarmSandbox[]>();
   private readonly filling = new Map<string, Promise<void>>();
   private closed = false;
+  private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
 
   constructor(private readonly opts: LocalOptions) {}
+
+  /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
+  private cgroupSetup(): { cgroups?: SandboxCgroups; problem?: string } {
+    if (this.cgroupState) return this.cgroupState;
+    if (this.opts.withoutCgroups) {
+      this.opts.log.warn("local sandboxes run WITHOUT per-sandbox memory, CPU and process limits (providers.local.withoutCgroups)");
+      return (this.cgroupState = {});
+    }
+    const found = detectCgroups(parentGroupName(this.opts.root));
+    if (typeof found !== "string") {
+      this.opts.log.info("local sandboxes get a cgroup each", { where: found.where });
+      return (this.cgroupState = { cgroups: found });
+    }
+    this.opts.log.error("local sandboxes cannot get a cgroup each; sandbox creation is refused", { reason: found });
+    return (this.cgroupState = { problem: `the local sandbox backend cannot create a cgroup per sandbox (${found}); fix that, or run sandboxes without per-sandbox limits with providers.local.withoutCgroups` });
+  }
+
+  /** The per-sandbox groups (undefined when running without them). */
+  get cgroups(): SandboxCgroups | undefined {
+    return this.cgroupSetup().cgroups;
+  }
 
   /** The first missing host program, named with the Debian package that provides it. */
   private missingTool(): string | undefined {
@@ -110,6 +124,8 @@ export class LocalBackend implements SandboxBackend {
     if (!this.privileged) return `template ${template.id} is unavailable: the local sandbox backend needs the service to run as root (it starts each sandbox under its own unprivileged uid)`;
     const tool = this.missingTool();
     if (tool) return `template ${template.id} is unavailable: ${tool}`;
+    const cg = this.cgroupSetup().problem;
+    if (cg) return `template ${template.id} is unavailable: ${cg}`;
     for (const program of template.requires ?? []) {
       if (!Bun.which(program, { PATH: SANDBOX_PATH })) {
         return `template ${template.id} is unavailable: '${program}' is not installed on the host (Debian package '${program}')`;
@@ -118,22 +134,36 @@ export class LocalBackend implements SandboxBackend {
     return undefined;
   }
 
+  /** A template's own resources: what its warm sandboxes start with. */
+  private templateResources(t: SandboxTemplate): SandboxResources {
+    const d = this.opts.defaultResources;
+    return { memoryMB: t.memoryMB ?? d.memoryMB, cpuCount: t.cpuCount ?? d.cpuCount, diskSizeMB: t.diskSizeMB ?? d.diskSizeMB, pids: t.pids ?? d.pids };
+  }
+
   async create(spec: CreateSpec): Promise<BackendState> {
     const problem = this.templateProblem(spec.template);
     if (problem) throw new BackendError(503, problem);
-    mkdirSync(this.opts.root, { recursive: true, mode: 0o711 });
-    ensureTraversable(this.opts.root);
-    ensureTraversable(join(this.opts.root, ".."));
+    mkdirSync(this.opts.root, { recursive: true, mode: 0o700 });
     const dir = join(this.opts.root, spec.sandboxId);
-    const warm = this.takeWarm(spec.template.id);
-    // Bind mounts follow inodes, not paths: renaming a warm sandbox's directory to the
-    // new id keeps its home and /tmp mounted.
-    if (warm) renameSync(join(this.opts.root, warm.dir), dir);
-    const started = warm ?? (await this.start(spec.template, spec.sandboxId));
+    const resources = spec.resources ?? this.templateResources(spec.template);
+    // File system sizes are fixed at mount time; other limits are cgroup files that a
+    // warm sandbox takes on as it is handed out.
+    const warm = resources.diskSizeMB === this.templateResources(spec.template).diskSizeMB ? this.takeWarm(spec.template.id) : undefined;
+    if (warm) {
+      // Bind mounts follow inodes, not paths: renaming a warm sandbox's directory keeps it working.
+      renameSync(join(this.opts.root, warm.dir), dir);
+      if (warm.state.cgroup && !sameResources(warm.state.resources, resources)) this.cgroups?.setLimits(warm.state.cgroup, resources);
+      warm.state.resources = resources;
+    }
+    const started = warm ?? (await this.start(spec.template, spec.sandboxId, resources));
     // From here on the sandbox outlives the service.
     started.release();
     this.refill(spec.template);
     return started.state;
+  }
+
+  private start(template: SandboxTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups });
   }
 
   /** A started, unused sandbox of this template, if the warm pool has a live one. */
@@ -158,7 +188,7 @@ export class LocalBackend implements SandboxBackend {
       this.pool.set(template.id, pool);
       while (!this.closed && pool.length < this.opts.warmPool) {
         const dir = `pool_${randomBytes(8).toString("hex")}`;
-        const started = await this.start(template, dir);
+        const started = await this.start(template, dir, this.templateResources(template));
         if (this.closed) await this.destroyDir(dir, started.state);
         else pool.push({ dir, ...started });
       }
@@ -173,110 +203,35 @@ export class LocalBackend implements SandboxBackend {
     this.closed = true;
     await Promise.all(this.filling.values());
     for (const pool of this.pool.values()) for (const w of pool.splice(0)) await this.destroyDir(w.dir, w.state);
+    // Sandboxes outlive the service and keep the parent group; an empty one goes.
+    this.cgroupState?.cgroups?.removeParentIfEmpty();
   }
 
   private async destroyDir(dir: string, s: LocalState): Promise<void> {
-    if (procStat(s.initPid)?.startTime === s.initStart) {
+    // The cgroup holds every process of the sandbox, including any that escaped its pid
+    // namespace's init (there are none by design, but the group is the ground truth).
+    if (s.cgroup && this.cgroups) await this.cgroups.destroy(s.cgroup);
+    else if (procStat(s.initPid)?.startTime === s.initStart) {
       signal(s.initPid, "SIGKILL");
       for (let i = 0; i < 200 && procStat(s.initPid)?.startTime === s.initStart && procStat(s.initPid)?.state !== "Z"; i++) await Bun.sleep(5);
     }
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 
-  /** Starts one sandbox (bwrap and its long-lived pid 1) in DATA_DIR/sandboxes/<dirName>. */
-  private async start(template: SandboxTemplate, dirName: string): Promise<{ state: LocalState; release: () => void }> {
-    // A fresh host uid per sandbox: RLIMIT_NPROC counts per uid, and files of one
-    // sandbox are unreadable to the uid of another even if a path leaked.
-    const hostUid = randomInt(0x100000, 0x3fffffff);
-    const paths = prepareSandboxDir(this.opts.root, dirName, hostUid);
-    const logFd = openSync(join(paths.dir, "bwrap.log"), "w", 0o600);
-    const argv = [
-      ...this.limitArgs(),
-      // bwrap itself runs unprivileged, as the sandbox's own host uid.
-      this.tool("setpriv"), `--reuid=${hostUid}`, `--regid=${hostUid}`, "--clear-groups", "--",
-      this.tool("bwrap"),
-      // Threats: host processes, host network (the service and its database listen on
-      // 127.0.0.1), System V IPC and hostname. New user, pid, mount, ipc, uts, net and
-      // cgroup namespaces; the sandbox's loopback is its own.
-      "--unshare-all",
-      "--unshare-user",
-      "--uid", String(SANDBOX_UID),
-      "--gid", String(SANDBOX_UID),
-      // Nested user namespaces are a common kernel attack surface; nothing in a sandbox needs them.
-      "--disable-userns",
-      "--hostname", "sandbox",
-      // Threat: TIOCSTI keystroke injection into a controlling terminal.
-      "--new-session",
-      ...rootfsArgs(template),
-      "--ro-bind", join(paths.etc, "passwd"), "/etc/passwd",
-      "--ro-bind", join(paths.etc, "group"), "/etc/group",
-      "--ro-bind", join(paths.etc, "hosts"), "/etc/hosts",
-      "--proc", "/proc",
-      "--dev", "/dev",
-      "--bind", paths.home, SANDBOX_HOME,
-      "--bind", paths.tmp, "/tmp",
-      // Threat: writing to the system root. bwrap's root is a tmpfs; make it read-only
-      // once everything is mounted, leaving only home and /tmp writable.
-      "--remount-ro", "/",
-      "--chdir", SANDBOX_HOME,
-      "--clearenv",
-      "--setenv", "HOME", SANDBOX_HOME,
-      "--setenv", "PATH", SANDBOX_PATH,
-      "--",
-      // Waits for "go" on stdin before settling down: a warm sandbox whose service dies
-      // before handing it out sees end-of-file instead and exits, so it cannot leak.
-      "/bin/sh", "-c", 'echo ready; read go; [ "$go" = go ] || exit 0; exec sleep infinity </dev/null >/dev/null 2>&1',
-    ];
-    // detached: a new session, so a terminal's Ctrl-C or a signal to the service's process
-    // group does not reach sandboxes, and they outlive the service.
-    const proc = Bun.spawn(argv, { stdin: "pipe", stdout: "pipe", stderr: logFd, env: {}, detached: true });
-    closeSync(logFd);
-    // Until state.json exists, this is how start-up reconciliation finds a sandbox whose
-    // creation a crash interrupted.
-    writeFileSync(join(paths.dir, "bwrap.pid"), String(proc.pid), { mode: 0o600 });
-    proc.unref();
-    try {
-      const ready = await readyLine(proc.stdout, READY_TIMEOUT_MS);
-      if (!ready) {
-        const log = safeRead(join(paths.dir, "bwrap.log")).trim();
-        throw new BackendError(500, `sandbox failed to start${log ? `: ${log}` : ""}`);
-      }
-      // prlimit and setpriv exec, so proc.pid is bwrap itself; its one child is the
-      // sandbox's pid 1.
-      const initPid = childrenOf(proc.pid)[0];
-      const st = initPid ? procStat(initPid) : undefined;
-      const pidNs = initPid ? pidNamespace(initPid) : undefined;
-      if (!st || !pidNs) throw new BackendError(500, "sandbox failed to start: its init process vanished");
-      const state: LocalState = { initPid, initStart: st.startTime, hostUid, pidNs, host: HOST_ID };
-      // Read back by start-up reconciliation, which must find (and kill) leftovers.
-      // Written whole or not at all (a crash mid-write must not leave half a file).
-      writeFileSync(join(paths.dir, "state.json.tmp"), JSON.stringify(state), { mode: 0o600 });
-      renameSync(join(paths.dir, "state.json.tmp"), join(paths.dir, "state.json"));
-      const release = () => {
-        proc.stdin.write("go\n");
-        void proc.stdin.end();
-      };
-      return { state, release };
-    } catch (e) {
-      proc.kill("SIGKILL");
-      for (const c of childrenOf(proc.pid)) signal(c, "SIGKILL");
-      rmSync(paths.dir, { recursive: true, force: true });
-      throw e;
-    }
-  }
-
-  /** prlimit arguments: limits inherited by the sandbox and by every command run in it. */
-  private limitArgs(): string[] {
+  /** prlimit arguments: per-process limits inherited by the sandbox and by every command run in it. */
+  private limitArgs(resources?: SandboxResources): string[] {
     const l = this.opts.limits;
+    // A sandbox given more memory than the per-process cap may use it in one process.
+    const asMB = Math.max(l.memoryMB, resources?.memoryMB ?? 0);
     return [
       this.tool("prlimit"),
-      // Threat: fork bombs. Counted per host uid, which is unique to the sandbox.
+      // Threat: fork bombs (the pids cgroup is the per-sandbox cap). Counted per host uid,
+      // which is unique to the sandbox.
       `--nproc=${l.processes}`,
-      // Threat: memory hogs taking the host's memory.
-      `--as=${l.memoryMB * 1024 * 1024}`,
+      // Threat: one process taking the sandbox's whole memory (the memory cgroup caps the sandbox).
+      `--as=${asMB * 1024 * 1024}`,
       // Threat: busy loops in background processes burning CPU forever.
       `--cpu=${l.cpuSeconds}`,
-      // Threat: filling the host's disk through one huge file.
       `--fsize=${l.fileSizeMB * 1024 * 1024}`,
       `--nofile=${l.openFiles}`,
       "--",
@@ -292,14 +247,15 @@ export class LocalBackend implements SandboxBackend {
     return s;
   }
 
-  /** Host argv that runs `command` inside the sandbox as its user. */
+  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
   private enterArgs(s: LocalState, command: string[]): string[] {
     return [
+      ...joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []),
       // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
       // in the sandbox's user namespace, so setuid-root binaries gain nothing.
-      ...this.limitArgs(),
+      ...this.limitArgs(s.resources),
       this.tool("nsenter"), "-t", String(s.initPid),
-      "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--root", "--wd",
+      "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
       "--setuid", String(SANDBOX_UID), "--setgid", String(SANDBOX_UID),
       "--",
       ...command,
@@ -309,121 +265,70 @@ export class LocalBackend implements SandboxBackend {
   async exec(id: string, state: BackendState, spec: ExecSpec): Promise<ExecResult> {
     const s = this.live(id, state);
     const max = this.opts.limits.outputBytes;
+    const cg = s.cgroup ? this.cgroups : undefined;
+    const ooms = cg ? cg.oomKills(s.cgroup!) : 0;
     const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
     let stdout = new TextDecoder().decode(r.stdout);
     let stderr = new TextDecoder().decode(r.stderr);
     if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
     if (r.stderrTruncated) stderr += OUTPUT_MARKER("stderr", max);
+    const outOfMemory = !!cg && cg.oomKills(s.cgroup!) > ooms;
+    if (outOfMemory) stderr += OOM_MARKER(s.resources?.memoryMB ?? 0);
     if (r.timedOut) stderr += `\n[command timed out after ${spec.timeoutMs / 1000} s and was killed]\n`;
     else if (r.cancelled) stderr += CANCELLED_MARKER;
-    return { stdout, stderr, exitCode: r.exitCode };
+    return { stdout, stderr, exitCode: r.exitCode, ...(outOfMemory ? { outOfMemory } : {}) };
+  }
+
+  private runner(s: LocalState): RunScript {
+    return (script, args, opts = {}) =>
+      runCaptured({
+        argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
+        env: sandboxEnv({}),
+        pidNs: s.pidNs,
+        timeoutMs: 30_000,
+        maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
+        stdin: opts.stdin,
+      });
+  }
+
+  readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
+    return readFile(this.runner(this.live(id, state)), path, maxBytes);
+  }
+
+  writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry> {
+    return writeFile(this.runner(this.live(id, state)), path, data);
+  }
+
+  remove(id: string, state: BackendState, path: string): Promise<void> {
+    return removePath(this.runner(this.live(id, state)), path);
+  }
+
+  list(id: string, state: BackendState, path: string): Promise<DirEntry[]> {
+    return listDir(this.runner(this.live(id, state)), path);
   }
 
   /**
-   * File operations are small shell scripts run inside the sandbox, as its user, in
-   * its mount namespace. Threat: a symlink or `..` planted by sandboxed code pointing at
-   * host files. Paths resolve in the sandbox's view, where host files outside the
-   * read-only system mounts do not exist, so no path can reach them.
-   */
-  private async script(s: LocalState, script: string, args: string[], opts: { stdin?: Uint8Array; maxOutput?: number } = {}) {
-    return runCaptured({
-      argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
-      env: sandboxEnv({}),
-      pidNs: s.pidNs,
-      timeoutMs: 30_000,
-      maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
-      stdin: opts.stdin,
-    });
-  }
-
-  async readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
-    const s = this.live(id, state);
-    const r = await this.script(
-      s,
-      'p=$1; [ -e "$p" ] || exit 3; [ -d "$p" ] && exit 4; [ -r "$p" ] || exit 5; n=$(stat -L -c %s -- "$p") || exit 5; [ "$n" -gt "$2" ] && exit 6; exec cat -- "$p"',
-      [path, String(maxBytes)],
-      { maxOutput: maxBytes + 1 },
-    );
-    fileStatus(r.exitCode, path, maxBytes);
-    return r.stdout;
-  }
-
-  async writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry> {
-    const s = this.live(id, state);
-    const r = await this.script(s, 'p=$1; [ -d "$p" ] && exit 4; mkdir -p -- "$(dirname -- "$p")" || exit 5; cat > "$p" || exit 5; realpath -- "$p"', [path], { stdin: data });
-    fileStatus(r.exitCode, path, 0, new TextDecoder().decode(r.stderr));
-    const full = new TextDecoder().decode(r.stdout).trim() || path;
-    return { name: posix.basename(full), type: "file", path: full, size: data.length };
-  }
-
-  async remove(id: string, state: BackendState, path: string): Promise<void> {
-    const s = this.live(id, state);
-    const r = await this.script(s, 'p=$1; [ -e "$p" ] || [ -L "$p" ] || exit 3; rm -rf -- "$p" || exit 5', [path]);
-    fileStatus(r.exitCode, path, 0, new TextDecoder().decode(r.stderr));
-  }
-
-  async list(id: string, state: BackendState, path: string): Promise<DirEntry[]> {
-    const s = this.live(id, state);
-    const r = await this.script(s, 'p=$1; [ -e "$p" ] || exit 3; [ -d "$p" ] || exit 7; cd -- "$p" || exit 5; pwd -P; find . -mindepth 1 -maxdepth 1 -printf "%Y\\t%s\\t%f\\0"', [path]);
-    fileStatus(r.exitCode, path, 0, new TextDecoder().decode(r.stderr));
-    const text = new TextDecoder().decode(r.stdout);
-    const nl = text.indexOf("\n");
-    const dir = text.slice(0, nl);
-    const entries: DirEntry[] = [];
-    for (const rec of text.slice(nl + 1).split("\0")) {
-      if (!rec) continue;
-      const [kind, size, ...rest] = rec.split("\t");
-      const name = rest.join("\t");
-      const isDir = kind === "d";
-      entries.push({ name, type: isDir ? "dir" : "file", path: posix.join(dir, name), ...(isDir ? {} : { size: Number(size) }) });
-    }
-    return entries.sort((a, b) => a.name.localeCompare(b.name));
-  }
-
-  /**
-   * Pause stops every process in the sandbox's pid namespace with SIGSTOP (which cannot
-   * be caught or ignored); memory and files stay as they are. One scan of /proc finds
-   * the namespace's processes; after that only their children are followed, until
-   * every known process is stopped and none has a child we have not stopped, so
-   * processes forked during the sweep are caught too.
+   * Pause freezes the sandbox's cgroup: every process stops at once, forks included,
+   * and none of them sees a signal (SIGSTOP would be visible to a parent as a stopped
+   * child). Memory and files stay as they are. Without cgroups: SIGSTOP to each process.
    */
   async pause(id: string, state: BackendState): Promise<void> {
     const s = this.live(id, state);
-    const known = new Set(pidsInNamespace(s.pidNs));
-    for (let round = 0; round < 200; round++) {
-      let pending = false;
-      for (const pid of [...known]) {
-        const st = procStat(pid)?.state;
-        if (st === undefined || st === "Z" || st === "X") {
-          known.delete(pid);
-          continue;
-        }
-        if (st !== "T" && st !== "t") {
-          signal(pid, "SIGSTOP");
-          pending = true;
-        }
-        for (const child of childrenOf(pid)) {
-          if (!known.has(child)) {
-            known.add(child);
-            pending = true;
-          }
-        }
-      }
-      if (!pending) return;
-      await Bun.sleep(round < 10 ? 0 : 2);
-    }
-    throw new Error(`sandbox ${id}: processes kept running after SIGSTOP`);
+    if (s.cgroup && this.cgroups) return this.cgroups.freeze(s.cgroup);
+    await pauseBySignals(id, s.pidNs);
   }
 
   async resume(id: string, state: BackendState): Promise<void> {
     const s = this.live(id, state);
-    for (const pid of pidsInNamespace(s.pidNs)) signal(pid, "SIGCONT");
+    if (s.cgroup && this.cgroups) this.cgroups.thaw(s.cgroup);
+    else resumeBySignals(s.pidNs);
   }
 
   async destroy(id: string, state: BackendState): Promise<void> {
     const s = state as LocalState;
     if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
-    // Killing a pid namespace's init kills every process in the namespace.
+    // Killing a pid namespace's init kills every process in the namespace; the cgroup's
+    // kill covers the rest.
     await this.destroyDir(id, s);
   }
 
@@ -432,89 +337,48 @@ export class LocalBackend implements SandboxBackend {
     if (s.host !== HOST_ID) return "foreign";
     const st = procStat(s.initPid);
     if (!st || st.startTime !== s.initStart || st.state === "Z") return "gone";
+    if (s.cgroup && this.cgroups) return this.cgroups.frozen(s.cgroup) ? "paused" : "running";
     return st.state === "T" ? "paused" : "running";
   }
 
-  /** Destroys sandbox directories (and their processes) that the database does not list as live. */
+  /** Destroys sandbox directories and cgroups (and their processes) that the database does not list as live. */
   async sweep(liveIds: Set<string>): Promise<void> {
-    if (!existsSync(this.opts.root)) return;
-    for (const name of readdirSync(this.opts.root)) {
+    const keepGroups = new Set<string>();
+    for (const name of existsSync(this.opts.root) ? readdirSync(this.opts.root) : []) {
       // Leftover sandboxes, and warm ones of a previous run of the service.
-      if (!(name.startsWith("sbx_") || name.startsWith("pool_")) || liveIds.has(name)) continue;
-      let state: LocalState | undefined;
-      try {
-        state = JSON.parse(readFileSync(join(this.opts.root, name, "state.json"), "utf8"));
-      } catch {
-        state = undefined;
+      if (!(name.startsWith("sbx_") || name.startsWith("pool_"))) continue;
+      const state = readState(join(this.opts.root, name));
+      if (liveIds.has(name)) {
+        if (state?.cgroup) keepGroups.add(state.cgroup);
+        continue;
       }
       this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
       if (!state) killUnfinished(join(this.opts.root, name));
-      await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID });
+      await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
+    }
+    // Groups whose directory is gone (a crash between the two removals).
+    const cg = this.cgroups;
+    for (const group of cg?.names() ?? []) {
+      if (keepGroups.has(group)) continue;
+      this.opts.log.warn("removing leftover sandbox cgroup", { cgroup: group });
+      await cg!.destroy(group);
     }
   }
 }
 
-/** Kills a sandbox whose start was interrupted: its bwrap (checked by command line) and bwrap's child. */
-function killUnfinished(dir: string): void {
-  const pid = Number(safeRead(join(dir, "bwrap.pid")));
-  if (!Number.isInteger(pid) || pid <= 0) return;
-  let cmdline = "";
+function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {
+  return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
+}
+
+function readState(dir: string): LocalState | undefined {
   try {
-    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    return JSON.parse(readFileSync(join(dir, "state.json"), "utf8"));
   } catch {
-    return;
+    return undefined;
   }
-  if (!cmdline.includes(dir)) return;
-  for (const child of childrenOf(pid)) signal(child, "SIGKILL");
-  signal(pid, "SIGKILL");
 }
 
 /** The environment of a command: the sandbox's defaults, then the sandbox's envVars. */
 function sandboxEnv(envVars: Record<string, string>): Record<string, string> {
   return { HOME: SANDBOX_HOME, PATH: SANDBOX_PATH, USER: "user", LANG: "C.UTF-8", PWD: SANDBOX_HOME, ...envVars };
-}
-
-/** Maps the file scripts' exit codes to API errors. */
-function fileStatus(code: number, path: string, maxBytes: number, stderr = ""): void {
-  switch (code) {
-    case 0:
-      return;
-    case 3:
-      throw new BackendError(404, `file not found: ${path}`);
-    case 4:
-      throw new BackendError(400, `path is a directory: ${path}`);
-    case 6:
-      throw new BackendError(400, `file is larger than ${maxBytes} bytes: ${path}`);
-    case 7:
-      throw new BackendError(400, `path is not a directory: ${path}`);
-    case 124:
-      throw new BackendError(504, `file operation timed out: ${path}`);
-    default:
-      throw new BackendError(400, `file operation failed on ${path}${stderr.trim() ? `: ${stderr.trim().split("\n").pop()}` : ""}`);
-  }
-}
-
-async function readyLine(stream: ReadableStream<Uint8Array>, timeoutMs: number): Promise<boolean> {
-  const reader = stream.getReader();
-  const timer = Bun.sleep(timeoutMs).then(() => "timeout" as const);
-  let text = "";
-  try {
-    for (;;) {
-      const r = await Promise.race([reader.read(), timer]);
-      if (r === "timeout" || r.done) return false;
-      text += new TextDecoder().decode(r.value);
-      if (text.includes("ready\n")) return true;
-    }
-  } finally {
-    reader.releaseLock();
-    void stream.cancel().catch(() => {});
-  }
-}
-
-function safeRead(path: string): string {
-  try {
-    return readFileSync(path, "utf8").slice(0, 2000);
-  } catch {
-    return "";
-  }
 }

@@ -12,7 +12,7 @@ export interface RunOptions {
   /** The sandbox's pid namespace, to find the command's processes at timeout. */
   pidNs: string;
   timeoutMs: number;
-  /** Bytes kept per stream; the rest is read and dropped. */
+  /** Bytes kept per stream; past them the stream is closed (see collect). */
   maxOutput: number;
   stdin?: Uint8Array;
   /** Kills the command's tree like the deadline does. */
@@ -63,7 +63,8 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
   if (killing) await killing;
   // A background process started by the command keeps the pipes open. We stop waiting
   // for end-of-file shortly after the command exits but keep draining (and dropping)
-  // in the background, so the background process does not die of SIGPIPE.
+  // in the background up to the output cap, so a background process that writes a
+  // little does not die of SIGPIPE.
   await Promise.race([Promise.all([out.done, err.done]), Bun.sleep(DRAIN_AFTER_EXIT_MS)]);
   const exitCode = proc.exitCode ?? 128 + signalNumber(proc.signalCode === null ? null : String(proc.signalCode));
   return {
@@ -77,24 +78,33 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
   };
 }
 
+/**
+ * Keeps the first `max` bytes of a stream. Threat: an output flood (`cat /dev/zero`, a
+ * background `yes`) would keep the service reading and discarding at full speed for as
+ * long as the producer lives. Past `max` bytes, counted over the stream's whole life
+ * (background writers included), the read end is closed: writers get EPIPE or
+ * SIGPIPE, and the service reads nothing more.
+ */
 function collect(stream: ReadableStream<Uint8Array>, max: number) {
   const chunks: Uint8Array[] = [];
   let size = 0;
   let dropped = false;
   let taken = false;
+  const reader = stream.getReader();
   const done = (async () => {
     try {
-      for await (const chunk of stream) {
-        if (taken) continue;
+      for (;;) {
+        const r = await reader.read();
+        if (r.done) return;
         const room = max - size;
-        if (room <= 0) {
-          dropped = true;
-          continue;
-        }
-        const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-        if (part.length < chunk.length) dropped = true;
-        chunks.push(part);
+        const part = r.value.length > room ? r.value.subarray(0, room) : r.value;
+        if (part.length && !taken) chunks.push(part);
         size += part.length;
+        if (part.length < r.value.length) {
+          dropped = true;
+          await reader.cancel();
+          return;
+        }
       }
     } catch {
       // Stream torn down with the process: what we have is the output.
@@ -105,7 +115,7 @@ function collect(stream: ReadableStream<Uint8Array>, max: number) {
     truncated: () => dropped,
     take(): Uint8Array {
       taken = true;
-      const all = new Uint8Array(size);
+      const all = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
       let off = 0;
       for (const c of chunks) {
         all.set(c, off);

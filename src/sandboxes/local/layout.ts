@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { SandboxTemplate } from "../backend";
 
@@ -31,33 +31,19 @@ const ETC_FILES = [
 ];
 
 /**
- * Per-sandbox directories on the host: DATA_DIR/sandboxes/<id>/{home,tmp,etc}. home and
- * tmp belong to the sandbox's own host uid (mode 0700), so no other sandbox's uid can
- * read them even by host path.
+ * Per-sandbox directory on the host: DATA_DIR/sandboxes/<id>, holding its state and the
+ * generated /etc files (copied into the sandbox at start). Its home, /tmp and /dev/shm
+ * are tmpfs mounts inside the sandbox, not host directories.
  */
-export function prepareSandboxDir(root: string, id: string, hostUid: number): { dir: string; home: string; tmp: string; etc: string } {
+export function prepareSandboxDir(root: string, id: string): { dir: string; etc: string } {
   const dir = join(root, id);
-  const home = join(dir, "home");
-  const tmp = join(dir, "tmp");
   const etc = join(dir, "etc");
-  // 0711: the unprivileged sandbox uid launches bwrap and must traverse to its own
-  // directories, but may not list which other sandboxes exist.
-  mkdirSync(dir, { mode: 0o711 });
-  mkdirSync(home, { mode: 0o700 });
-  mkdirSync(tmp, { mode: 0o700 });
-  mkdirSync(etc, { mode: 0o755 });
+  mkdirSync(dir, { mode: 0o700 });
+  mkdirSync(etc, { mode: 0o700 });
   writeFileSync(join(etc, "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:${SANDBOX_HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
   writeFileSync(join(etc, "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
   writeFileSync(join(etc, "hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n", { mode: 0o644 });
-  chownSync(home, hostUid, hostUid);
-  chownSync(tmp, hostUid, hostUid);
-  return { dir, home, tmp, etc };
-}
-
-/** Makes `path` traversable (o+x, not listable) for sandbox uids, if it is not already. */
-export function ensureTraversable(path: string): void {
-  const mode = statSync(path).mode & 0o7777;
-  if ((mode & 0o001) === 0) chmodSync(path, mode | 0o001);
+  return { dir, etc };
 }
 
 /** bwrap arguments for the read-only system root of a template. */
