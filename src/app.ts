@@ -4,6 +4,7 @@ import type { Surface } from "../plugins/surfaces";
 import { eventsModule } from "./events/routes";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
+import { corsOriginsFrom, corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { sandboxesModule } from "./sandboxes";
 import { agentsModule } from "./agents";
@@ -57,7 +58,8 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     afterAuth: s.afterAuth,
     dispatch: (request: Request): Promise<Response> => app.handle(request),
   };
-  let app = new Elysia().use(corePlugin(core));
+  // CORS first: a preflight is answered before authentication (it never carries credentials).
+  let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
     const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
