@@ -6,6 +6,7 @@ import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
 import { corsOriginsFrom, corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
+import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
@@ -34,6 +35,7 @@ export interface RouteModule {
  */
 export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
+  { surfaces: [], routes: homeRoutes },
   { surfaces: [adminSurface], routes: adminRoutes },
   meteringModule,
   limitsModule,

@@ -25,6 +25,9 @@ afterAll(async () => {
   await svc?.close();
 });
 
+/** The page's visible text (runs in the browser). */
+const pageText = () => (globalThis as unknown as { document: { body: { innerText: string } } }).document.body.innerText;
+
 /** A page whose requests outside `allowed` origins are refused and recorded. */
 async function offlinePage(allowed: string[]) {
   const page = await browser.newPage();
@@ -49,8 +52,8 @@ test("/docs renders the operations list with no network beyond the service", asy
   expect(res?.status()).toBe(200);
   // The operations list of each tag (method and path) and the tag groups of the sidebar,
   // as the renderer lays them out from /openapi.json.
-  await page.waitForFunction(() => document.body.innerText.includes("/v1/chat/completions"), { timeout: 80_000 });
-  const text = await page.evaluate(() => document.body.innerText);
+  await page.waitForFunction(`document.body.innerText.includes("/v1/chat/completions")`, { timeout: 80_000 });
+  const text = await page.evaluate(pageText);
   expect(text).toContain("Model gateway, sandbox and agents API");
   for (const op of ["/healthz", "/v1/chat/completions", "/v1/messages", "/v1/responses"]) expect(text).toContain(op);
   for (const group of ["model gateway", "sandboxes", "agents", "events"]) expect(text).toContain(group);
