@@ -32,10 +32,20 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
       // An id already taken stays with its first owner: nobody can claim another key's Interaction.
       .onConflictDoNothing();
   };
-  return g.forwardJson("interactions", inc, body, {
+  // Rule 1: a synchronous create answers 200 within a bounded wait, finished or not. The
+  // upstream is asked to run it in the background (so it answers with the id at once) and
+  // polled until it finishes or the wait is over; then it is read once more the ordinary
+  // way (usage counted on the first terminal read, `Location` while in progress). Not
+  // when the client turned storage off: the upstream keeps no background Interaction then.
+  const bounded = body.stream !== true && body.background !== true && body.store !== false;
+  const deadline = Date.now() + g.deps.options.interactionWaitMs;
+  let createdBy: Candidate | undefined;
+  const res = await g.forwardJson("interactions", inc, body, {
     candidates,
+    patch: bounded ? { background: true } : undefined,
     extra: {
       async onBody(json, c, headers) {
+        createdBy = c;
         await remember(json.id, c, TERMINAL.has(json.status));
         if (json.status === "in_progress" && typeof json.id === "string") headers.set("location", `${prefix}/interactions/${encodeURIComponent(json.id)}`);
       },
@@ -46,6 +56,47 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
       },
     },
   });
+  if (!bounded || res.status !== 200 || !createdBy) return res;
+  const text = await res.text();
+  const json = parseJson(text);
+  if (json?.status !== "in_progress" || typeof json.id !== "string") return new Response(text, { status: res.status, headers: res.headers });
+  await waitWhileInProgress(createdBy, inc, json.id, deadline);
+  return getInteraction(g, inc, json.id, prefix);
+}
+
+/** Upstream polls during the bounded wait: quick at first, for short Interactions, then every 2 s. */
+const POLL_STEPS_MS = [200, 300, 500, 1000, 2000];
+
+/** Polls the upstream (unmetered reads) until the Interaction is no longer in progress, the deadline passes or the client leaves. */
+async function waitWhileInProgress(c: Candidate, inc: Incoming, id: string, deadline: number): Promise<void> {
+  for (let i = 0; !inc.request.signal.aborted; i++) {
+    const left = deadline - Date.now();
+    if (left <= 0) return;
+    await Bun.sleep(Math.min(POLL_STEPS_MS[Math.min(i, POLL_STEPS_MS.length - 1)], left));
+    try {
+      const res = await c.upstream.send({
+        protocol: "interactions",
+        model: c.model,
+        stream: false,
+        clientHeaders: inc.request.headers,
+        signal: AbortSignal.any([inc.request.signal, AbortSignal.timeout(Math.max(deadline - Date.now(), 1))]),
+        interactionId: id,
+      });
+      const status = parseJson(await res.text())?.status;
+      // Finished, or a failed read: the final read reports either as it is.
+      if (!res.ok || status !== "in_progress") return;
+    } catch {
+      return;
+    }
+  }
+}
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export async function getInteraction(g: Gateway, inc: Incoming, id: string, prefix: string): Promise<Response> {
