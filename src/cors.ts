@@ -27,7 +27,7 @@ export function corsOriginsFrom(env: Record<string, string | undefined>): CorsOr
 
 const ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 /** Response headers a page may read besides the safelisted ones: the request id, an Interaction's poll path. */
-const EXPOSE_HEADERS = "x-request-id, location, content-disposition";
+const EXPOSE_HEADERS = "x-request-id, location, content-disposition, x-interaction-copy";
 /** Browsers cache a preflight answer at most this long (seconds); Chromium caps it at 2 hours anyway. */
 const MAX_AGE = "7200";
 

@@ -3,6 +3,7 @@ import { ApiError } from "../../plugins/errors";
 import type { Gateway, Incoming } from "./gateway";
 import { forward } from "./forward";
 import type { Candidate } from "./router";
+import { lossyCopy } from "./interaction-copy";
 import { gatewayInteractions } from "./schema";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled", "incomplete"]);
@@ -24,11 +25,11 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
       throw new ApiError(400, `previous_interaction_id '${body.previous_interaction_id}' belongs to provider ${row.provider}, which does not serve model '${body.model}'`);
     }
   }
-  const remember = async (id: unknown, c: Candidate, metered: boolean) => {
+  const remember = async (id: unknown, c: Candidate, metered: boolean, finished?: unknown) => {
     if (typeof id !== "string" || !id) return;
     await g.s.db
       .insert(gatewayInteractions)
-      .values({ id, organizationId: inc.auth.organizationId, keyId: inc.auth.key.id, provider: c.provider, upstreamModel: c.model, publicModel: body.model, metered })
+      .values({ id, organizationId: inc.auth.organizationId, keyId: inc.auth.key.id, provider: c.provider, upstreamModel: c.model, publicModel: body.model, metered, stored: finished === undefined ? null : lossyCopy(finished) })
       // An id already taken stays with its first owner: nobody can claim another key's Interaction.
       .onConflictDoNothing();
   };
@@ -46,7 +47,8 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
     extra: {
       async onBody(json, c, headers) {
         createdBy = c;
-        await remember(json.id, c, TERMINAL.has(json.status));
+        const terminal = TERMINAL.has(json.status);
+        await remember(json.id, c, terminal, terminal ? json : undefined);
         if (json.status === "in_progress" && typeof json.id === "string") headers.set("location", `${prefix}/interactions/${encodeURIComponent(json.id)}`);
       },
       async onStreamStart(first, c) {
@@ -104,9 +106,12 @@ export async function getInteraction(g: Gateway, inc: Incoming, id: string, pref
   // Threat: reading another key's Interaction by guessing its id. Unknown and foreign ids look the same.
   if (!row) throw new ApiError(404, "interaction not found");
   const entry = g.providers.get(row.provider);
-  if (!entry) throw new ApiError(503, `provider ${row.provider} of this interaction is no longer configured`);
+  if (!entry) {
+    if (row.stored) return storedCopy(row.stored);
+    throw new ApiError(503, `provider ${row.provider} of this interaction is no longer configured`);
+  }
   const candidate: Candidate = { provider: row.provider, upstream: entry.provider, model: row.upstreamModel, key: `${row.provider}/${row.upstreamModel}` };
-  return forward(g.deps, {
+  const res = await forward(g.deps, {
     protocol: "interactions",
     publicModel: row.publicModel,
     stream: false,
@@ -116,6 +121,9 @@ export async function getInteraction(g: Gateway, inc: Incoming, id: string, pref
     ...inc,
     async onBody(json, _c, headers) {
       if (json.status === "in_progress") headers.set("location", `${prefix}/interactions/${encodeURIComponent(id)}`);
+      if (TERMINAL.has(json.status) && row.stored == null) {
+        await g.s.db.update(gatewayInteractions).set({ stored: lossyCopy(json) }).where(eq(gatewayInteractions.id, id));
+      }
       if (row.metered || !TERMINAL.has(json.status)) return false;
       // Count a background Interaction's usage once, on the first terminal read.
       const won = await g.s.db
@@ -126,6 +134,13 @@ export async function getInteraction(g: Gateway, inc: Incoming, id: string, pref
       return won.length > 0;
     },
   });
+  // Rule 6: the upstream no longer keeps it (retention expired): the stored copy, marked lossy.
+  if (res.status === 404 && row.stored) return storedCopy(row.stored);
+  return res;
+}
+
+function storedCopy(stored: unknown): Response {
+  return Response.json(stored, { headers: { "x-interaction-copy": "lossy" } });
 }
 
 async function find(g: Gateway, inc: Incoming, id: string) {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,8 +8,12 @@ import { eventually, usageOf } from "./helpers";
 
 // Interactions rule 1: a synchronous create whose bounded wait expires answers 200
 // `in_progress` with its poll path, instead of holding the client until the gateway's
-// upstream timeout. The upstream is a real HTTP server whose Interactions take their time.
+// upstream timeout. Rule 6: once the upstream forgot a finished Interaction (retention
+// expired), a read gets the stored lossy copy. The upstream is a real HTTP server whose
+// Interactions take their time and can be expired.
 const WAIT_MS = 1500;
+/** Inline media as the upstream returns it: base64 bytes in `data`. */
+const PNG_BASE64 = Buffer.alloc(256 * 1024, 7).toString("base64");
 
 interface Job {
   doneAt: number;
@@ -30,7 +34,10 @@ function interaction(id: string, job: Job) {
     id,
     status: "completed",
     model: "gemini-2.5-flash",
-    outputs: [{ type: "text", text: `done: ${JSON.stringify(job.input)}` }],
+    outputs: [
+      { type: "text", text: `done: ${JSON.stringify(job.input)}` },
+      { type: "image", mime_type: "image/png", data: PNG_BASE64 },
+    ],
     usage: { total_input_tokens: 7, total_output_tokens: 3, total_tokens: 10 },
   };
 }
@@ -138,4 +145,55 @@ test("background and store:false creates are forwarded as sent, without the boun
   const unstored = await create({ model: "gemini-2.5-flash", input: "unstored", store: false });
   expect((await unstored.json()).status).toBe("completed");
   expect(creates.at(-1)).toEqual({ model: "gemini-2.5-flash", input: "unstored", store: false });
+});
+
+describe("after the upstream's retention expired (rule 6)", () => {
+  const read = (id: string, k = key) => svc.fetch(`/v1beta/interactions/${encodeURIComponent(id)}`, { headers: { "x-goog-api-key": k } });
+
+  test("a create that finished: GET serves the stored copy, structure and text kept, media bytes left out", async () => {
+    slowMs = 0;
+    const created = await (await create({ model: "gemini-2.5-flash", input: "keep me" })).json();
+    expect(created.status).toBe("completed");
+    expect(created.outputs[1].data).toBe(PNG_BASE64);
+    // While the upstream keeps it, reads are the upstream's (media included).
+    const live = await read(created.id);
+    expect(live.headers.get("x-interaction-copy")).toBeNull();
+    expect((await live.json()).outputs[1].data).toBe(PNG_BASE64);
+
+    jobs.delete(created.id);
+    const expired = await read(created.id);
+    expect(expired.status).toBe(200);
+    expect(expired.headers.get("x-interaction-copy")).toBe("lossy");
+    const copy = await expired.json();
+    expect(copy).toEqual({
+      id: created.id,
+      status: "completed",
+      model: "gemini-2.5-flash",
+      outputs: [{ type: "text", text: 'done: "keep me"' }, { type: "image", mime_type: "image/png" }],
+      usage: { total_input_tokens: 7, total_output_tokens: 3, total_tokens: 10 },
+    });
+    // Still only for the key that created it.
+    const other = await svc.key(await svc.org());
+    expect((await read(created.id, other.key)).status).toBe(404);
+  });
+
+  test("a background Interaction is stored on its first terminal read", async () => {
+    slowMs = 300;
+    const created = await (await create({ model: "gemini-2.5-flash", input: "bg keep", background: true })).json();
+    expect(created.status).toBe("in_progress");
+    await eventually(async () => ((await (await read(created.id)).json()).status === "completed" ? true : undefined), 10_000);
+    jobs.delete(created.id);
+    const copy = await read(created.id);
+    expect(copy.headers.get("x-interaction-copy")).toBe("lossy");
+    expect((await copy.json()).outputs[0].text).toBe('done: "bg keep"');
+  });
+
+  test("one that expired before anyone saw it finish has no copy: the upstream's 404 passes through", async () => {
+    slowMs = 60_000;
+    const created = await (await create({ model: "gemini-2.5-flash", input: "never seen", background: true })).json();
+    jobs.delete(created.id);
+    const gone = await read(created.id);
+    expect(gone.status).toBe(404);
+    expect(gone.headers.get("x-interaction-copy")).toBeNull();
+  });
 });
