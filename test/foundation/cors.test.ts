@@ -68,6 +68,19 @@ describe("CORS_ORIGINS unset (every origin)", () => {
     expect((await res.json()).choices[0].message.content).toBe("Hello!");
   });
 
+  test("a cross-origin stream keeps streaming and carries the header", async () => {
+    const res = await svc.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { origin: ORIGIN, authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "say hello" }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toStartWith("text/event-stream");
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    const events = (await res.text()).split("\n\n").filter(Boolean);
+    expect(events.at(-1)).toBe("data: [DONE]");
+  });
+
   test("error responses carry it too, so the page can read why (401 from the key lookup, 400 from validation)", async () => {
     const unknownKey = await svc.fetch("/v1/models", { headers: { origin: ORIGIN, authorization: "Bearer sk-not-a-key-of-this-service" } });
     expect(unknownKey.status).toBe(401);
