@@ -11,7 +11,7 @@ import postgres from "postgres";
 import { loadConfig } from "../src/config";
 import { recordEvent } from "../src/events/record";
 import { WebhookRepository } from "../src/events/webhooks";
-import { parseCidrList } from "../src/events/ip";
+import { parseCidrList } from "../src/egress/ip";
 import { startServer } from "../src/server";
 import { fmt, percentile, startChild } from "./lib";
 

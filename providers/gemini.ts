@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, httpProvider } from "../src/gateway/provider";
-import { mediaType, readMedia, upstreamError } from "../src/generation/upstream";
+import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
+import { downloadMedia, type MediaSource, upstreamError } from "../src/generation/upstream";
 import { definePlugin } from "../src/registry/plugin";
 
 /** Google Gemini API: generateContent / streamGenerateContent and Interactions. */
@@ -36,7 +37,7 @@ export default definePlugin({
       },
       headers: () => ({ "content-type": "application/json", "x-goog-api-key": config.apiKey }),
     });
-    return { ...provider, generation: generationApi(base + v, config.apiKey) };
+    return { ...provider, generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
   },
 });
 
@@ -46,9 +47,10 @@ export default definePlugin({
  * `prompt` becomes `instances[0].prompt`; the model's other fields become `parameters`
  * (`n` is Imagen's `sampleCount`).
  */
-function generationApi(base: string, apiKey: string): GenerationCapability {
-  const origin = new URL(base).origin;
+function generationApi(base: string, apiKey: string, egress: EgressPolicy): GenerationCapability {
   const headers = { "content-type": "application/json", "x-goog-api-key": apiKey };
+  // The key goes only to the upstream's own origin (its Files API).
+  const media: MediaSource = { base, headers: { "x-goog-api-key": apiKey }, egress };
   // No redirects with our key attached: a redirect could carry it elsewhere.
   const call = (url: string, init: RequestInit, signal: AbortSignal) => fetch(url, { ...init, headers, signal, redirect: "manual" });
   const body = (req: GenerationRequest) => {
@@ -75,11 +77,7 @@ function generationApi(base: string, apiKey: string): GenerationCapability {
     for (const sample of op.response?.generateVideoResponse?.generatedSamples ?? []) {
       const uri = sample.video?.uri;
       if (!uri) continue;
-      const u = new URL(uri, base + "/");
-      // The key goes only to the upstream's own origin (its Files API).
-      const res = await fetch(u, { headers: u.origin === origin ? { "x-goog-api-key": apiKey } : {}, signal: req.signal, redirect: u.origin === origin ? "manual" : "follow" });
-      if (!res.ok) throw await upstreamError(res, "video download");
-      files.push({ bytes: await readMedia(res), contentType: mediaType(res, "video/mp4") });
+      files.push(await downloadMedia(uri, media, req.signal, "video/mp4"));
     }
     if (!files.length) throw new GenerationError("upstream_error", "video generation: upstream returned no videos", false);
     const seconds = Number(req.input.durationSeconds ?? req.input.seconds ?? 8);

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, type GenerationType, httpProvider, type ModelProvider } from "../src/gateway/provider";
-import { mediaType, readMedia, sniffImage, upstreamError } from "../src/generation/upstream";
+import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
+import { downloadMedia, type MediaSource, mediaType, readMedia, sniffImage, upstreamError } from "../src/generation/upstream";
 import { definePlugin } from "../src/registry/plugin";
 
 /**
@@ -45,7 +46,7 @@ export default definePlugin({
       path: (req) => PATHS[req.protocol],
       headers: () => fixed,
     });
-    const generation = generationApi(config.baseURL ?? "https://api.openai.com/v1", fixed, config.generation ?? ["image", "audio", "video"]);
+    const generation = generationApi(config.baseURL ?? "https://api.openai.com/v1", fixed, config.generation ?? ["image", "audio", "video"], egressPolicyFromEnv(ctx.env));
     return { ...provider, serves, generation };
   },
 });
@@ -56,30 +57,12 @@ export default definePlugin({
  * an upstream job (`POST /videos`, polled with `GET /videos/{id}`, downloaded from
  * `/videos/{id}/content`).
  */
-function generationApi(baseURL: string, headers: Record<string, string>, types: GenerationType[]): GenerationCapability {
+function generationApi(baseURL: string, headers: Record<string, string>, types: GenerationType[], egress: EgressPolicy): GenerationCapability {
   const base = baseURL.replace(/\/+$/, "");
-  const origin = new URL(base).origin;
+  const media: MediaSource = { base, headers, egress };
   // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.
   const call = (path: string, init: RequestInit, signal: AbortSignal) => fetch(base + path, { ...init, headers: { ...headers, ...init.headers }, signal, redirect: "manual" });
   const post = (path: string, body: unknown, signal: AbortSignal) => call(path, { method: "POST", body: JSON.stringify(body) }, signal);
-
-  /** A file the upstream points at by URL. Our credentials go only to the upstream's own origin. */
-  async function download(url: string, signal: AbortSignal, fallbackType: string) {
-    let u: URL;
-    try {
-      u = new URL(url, base + "/");
-    } catch {
-      throw new GenerationError("upstream_error", "upstream returned an invalid media URL", false);
-    }
-    if (u.protocol !== "https:" && u.protocol !== "http:") throw new GenerationError("upstream_error", "upstream returned a non-HTTP media URL", false);
-    // Foreign origins (signed storage URLs) get no credentials and may redirect; our own
-    // origin gets credentials and no redirects, so a redirect cannot carry them away.
-    const own = u.origin === origin;
-    const res = await fetch(u, { headers: own ? headers : {}, signal, redirect: own ? "manual" : "follow" });
-    if (!res.ok) throw await upstreamError(res, "media download");
-    const bytes = await readMedia(res);
-    return { bytes, contentType: mediaType(res, fallbackType) };
-  }
 
   async function image(req: GenerationRequest): Promise<GenerationStep> {
     const res = await post("/images/generations", { ...req.input, model: req.model }, req.signal);
@@ -91,7 +74,7 @@ function generationApi(baseURL: string, headers: Record<string, string>, types: 
         const bytes = Buffer.from(d.b64_json, "base64");
         files.push({ bytes, contentType: sniffImage(bytes) });
       } else if (d.url) {
-        files.push(await download(d.url, req.signal, "image/png"));
+        files.push(await downloadMedia(d.url, media, req.signal, "image/png"));
       }
     }
     if (!files.length) throw new GenerationError("upstream_error", "image generation: upstream returned no images", false);
@@ -116,7 +99,7 @@ function generationApi(baseURL: string, headers: Record<string, string>, types: 
       throw new GenerationError(/safety|moderation|policy/i.test(msg ?? "") ? "content_policy" : "upstream_error", `video generation failed upstream${msg ? `: ${msg.slice(0, 300)}` : ""}`, false);
     }
     if (v.status !== "completed") return { status: "processing", job: v.id };
-    const file = v.url ? await download(v.url, req.signal, "video/mp4") : await content(v.id, req.signal);
+    const file = v.url ? await downloadMedia(v.url, media, req.signal, "video/mp4") : await content(v.id, req.signal);
     const seconds = Number(v.seconds ?? req.input.seconds ?? 4);
     return { status: "completed", files: [file], usage: { seconds: Number.isFinite(seconds) ? seconds : undefined } };
   }

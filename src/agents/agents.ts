@@ -2,9 +2,9 @@ import { and, desc, eq, gt, isNull, lt, max, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
-import { resolveSkillRefs, type SkillRef } from "../skills/references";
+import { resolveSkillRefs } from "../skills/references";
 import { iso, mergeMetadata, type Page, pageOf } from "./page";
-import { type AgentRow, agentVersions } from "./schema";
+import { type AgentRow, agentVersions, type SkillRef } from "./schema";
 
 /** The built-in toolset's tools (they run in the session's sandbox, see tools.ts). */
 export const BUILTIN_TOOLS = ["bash", "read", "write", "edit", "glob", "grep"] as const;

@@ -1,10 +1,12 @@
 import type { RouteModule } from "../app";
+import { skillSessionHooks } from "../skills";
 import { agentRoutes, agentSurfaces } from "./routes";
 import { runtimeOf } from "./runtime";
 
 /**
  * Managed agents: versioned Agents, Environments, Sessions and their event logs, and
- * the durable agent loop (runtime.ts) that runs sessions. The loop's background work
+ * the durable agent loop that runs sessions: runtime.ts (lease and scheduling, the one
+ * loop), turn.ts (one step of a turn), tool-use.ts (tool execution). The loop's background work
  * (crash recovery of sessions left running, pausing idle sandboxes) starts here.
  */
 export const agentsModule: RouteModule = {
@@ -12,6 +14,8 @@ export const agentsModule: RouteModule = {
   routes: agentRoutes,
   async start(s) {
     const runtime = runtimeOf(s);
+    // Before any loop runs (recovery starts below): every turn sees the skills.
+    runtime.use(skillSessionHooks);
     runtime.start();
     return () => runtime.stop();
   },

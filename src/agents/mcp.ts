@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { checkTarget, type EgressPolicy, EgressRefused } from "../events/egress";
+import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
 import { SERVICE_VERSION } from "../version";
 import type { McpServer } from "./agents";
 import type { ToolOutcome } from "./tools";
@@ -14,13 +14,22 @@ export interface McpTool {
 export class McpConnectionError extends Error {}
 
 /**
+ * Largest single response (a JSON answer, or everything on one event stream) read from
+ * an MCP server. Threat: a hostile server streaming without end into our memory. Time is
+ * bounded by the SDK's request timeout and by the turn, which closes the connections.
+ */
+const MCP_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/**
  * Connections to the MCP servers (Streamable HTTP) of one loop run. Opened lazily,
  * closed when the run ends, so no connection outlives the turn that needed it.
  *
  * Threat: an agent author points `mcp_servers[].url` at an internal address (SSRF
- * into the service's network). Every request URL goes through the same egress check
- * as webhooks (public addresses only, unless inside EGRESS_ALLOW_CIDRS; no credentials
- * in URLs) and redirects are refused, so a public server cannot bounce us inside.
+ * into the service's network), possibly behind a name that answers differently at
+ * check and at connect time (rebinding). Every request goes through egressFetch: the
+ * checked address is the one connected to (public only, unless inside
+ * EGRESS_ALLOW_CIDRS), redirects are refused so a public server cannot bounce us
+ * inside, and each response body is bounded.
  */
 export class McpConnections {
   private readonly clients = new Map<string, Promise<Client>>();
@@ -29,15 +38,17 @@ export class McpConnections {
   constructor(private readonly policy: EgressPolicy) {}
 
   private guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    let res: Response;
     try {
-      await checkTarget(url, this.policy);
+      res = await egressFetch(input, init, this.policy, { maxBytes: MCP_MAX_RESPONSE_BYTES });
     } catch (e) {
       if (e instanceof EgressRefused) throw new McpConnectionError(`MCP server refused by egress policy: ${e.message}`);
       throw e;
     }
-    const res = await fetch(input, { ...init, redirect: "manual" });
-    if (res.status >= 300 && res.status < 400) throw new McpConnectionError(`MCP server answered a redirect (${res.status}); redirects are not followed`);
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => {});
+      throw new McpConnectionError(`MCP server answered a redirect (${res.status}); redirects are not followed`);
+    }
     return res;
   };
 

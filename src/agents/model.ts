@@ -1,9 +1,7 @@
 import { ApiError } from "../../plugins/errors";
-import type { AuthContext } from "../../plugins/auth";
-import { forward } from "../gateway/forward";
-import { gatewayFor } from "../gateway/gateway";
-import type { Protocol } from "../gateway/provider";
-import { newId } from "../ids";
+import { AUTH_MESSAGES } from "../../plugins/auth";
+import { callGateway, type JsonProtocol, protocolsOf } from "../gateway/call";
+import type { KeyRecord } from "../keys/keys";
 import type { Services } from "../services";
 import type { SessionEventRow } from "./schema";
 
@@ -113,19 +111,6 @@ export function buildHistory(events: SessionEventRow[]): Turn[] {
   return turns;
 }
 
-/** The protocol to talk to a model in: messages when one of its providers speaks it natively, else chat completions. */
-function pickProtocol(s: Services, model: string): Protocol {
-  const router = gatewayFor(s).router;
-  try {
-    router.candidates(model, "messages");
-    return "messages";
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.status !== 400) throw e;
-  }
-  router.candidates(model, "chat");
-  return "chat";
-}
-
 function messagesBody(model: string, system: string | null, turns: Turn[], tools: ToolSpec[]) {
   return {
     model,
@@ -171,7 +156,7 @@ function parseArgs(s: unknown): Record<string, unknown> {
   }
 }
 
-function replyOf(protocol: Protocol, json: any): ModelReply {
+function replyOf(protocol: JsonProtocol, json: any): ModelReply {
   if (protocol === "messages") {
     const content: any[] = json?.content ?? [];
     return {
@@ -188,54 +173,60 @@ function replyOf(protocol: Protocol, json: any): ModelReply {
   };
 }
 
+const SESSION_KEY_MESSAGES: Record<string, string> = {
+  [AUTH_MESSAGES.invalid]: "the API key that created this session no longer exists",
+  [AUTH_MESSAGES.revoked]: "the API key that created this session has been revoked",
+  [AUTH_MESSAGES.expired]: "the API key that created this session has expired",
+};
+
+/** A refusal of the gateway, as the session error it ends the turn with. */
+function callError(e: ApiError): ModelCallError {
+  if (e.options.auth) return new ModelCallError("billing_error", SESSION_KEY_MESSAGES[e.message] ?? e.message);
+  if (e.options.code === "spending_limit_exceeded") return new ModelCallError("billing_error", e.message);
+  if (e.options.code === "insufficient_scope") return new ModelCallError("model_request_failed_error", "the API key that created this session lacks the 'models' scope (insufficient_scope)");
+  const kind = e.status === 429 ? "model_rate_limited_error" : e.status === 529 || e.status === 503 ? "model_overloaded_error" : "model_request_failed_error";
+  return new ModelCallError(kind, e.message);
+}
+
+/** The protocol to talk to a model in: messages when one of its providers speaks it natively, else chat completions. */
+function pickProtocol(s: Services, model: string): JsonProtocol {
+  const served = protocolsOf(s, model);
+  if (served.includes("messages")) return "messages";
+  if (served.includes("chat")) return "chat";
+  throw new ApiError(400, `model '${model}' is served on neither the messages nor the chat completions protocol (its providers serve: ${served.join(", ") || "none"})`);
+}
+
 /**
- * One model call through the gateway's own data path (router, fallback, metering):
- * charged to the session's organization and key like any client request. The request
- * goes upstream in the protocol the model's provider speaks natively; the mapping of
- * tool calls to and from that protocol lives here, the gateway forwards it untouched.
+ * One model call through the gateway's in-process API, with the authority of the
+ * session's key (`key`, null when it was deleted): checked, routed and metered like any
+ * client request. The request goes upstream in the protocol the model's provider speaks
+ * natively; the mapping of tool calls to and from that protocol lives here, the gateway
+ * forwards it untouched.
  */
 export async function callModel(
   s: Services,
-  auth: AuthContext,
+  key: KeyRecord | null,
   model: string,
   system: string | null,
   turns: Turn[],
   tools: ToolSpec[],
   signal: AbortSignal,
 ): Promise<ModelReply> {
-  let protocol: Protocol;
+  let protocol: JsonProtocol;
+  let res: { ok: boolean; status: number; text: string };
   try {
     protocol = pickProtocol(s, model);
-  } catch (e) {
-    throw new ModelCallError("model_request_failed_error", (e as Error).message);
-  }
-  const g = gatewayFor(s);
-  const body = protocol === "messages" ? messagesBody(model, system, turns, tools) : chatBody(model, system, turns, tools);
-  const path = protocol === "messages" ? "/v1/messages" : "/v1/chat/completions";
-  const request = new Request(`http://agent-runtime${path}`, { method: "POST", headers: { "content-type": "application/json" }, signal });
-  let res: Response;
-  try {
-    res = await forward(g.deps, {
-      protocol,
-      publicModel: model,
-      stream: false,
-      candidates: g.router.candidates(model, protocol),
-      body: (c) => JSON.stringify({ ...body, model: c.model }),
-      request,
-      auth,
-      requestId: newId("req_"),
-      startedAt: performance.now(),
-    });
+    const body = protocol === "messages" ? messagesBody(model, system, turns, tools) : chatBody(model, system, turns, tools);
+    res = await callGateway(s, protocol, key, body, signal);
   } catch (e) {
     if (signal.aborted) throw e;
-    const status = e instanceof ApiError ? e.status : 502;
-    throw new ModelCallError(status === 429 ? "model_rate_limited_error" : status === 529 || status === 503 ? "model_overloaded_error" : "model_request_failed_error", (e as Error).message);
+    if (e instanceof ApiError) throw callError(e);
+    throw new ModelCallError("model_request_failed_error", (e as Error).message);
   }
-  const text = await res.text();
-  if (!res.ok) throw new ModelCallError(res.status === 429 ? "model_rate_limited_error" : "model_request_failed_error", `model answered ${res.status}: ${text.slice(0, 500)}`);
+  if (!res.ok) throw new ModelCallError(res.status === 429 ? "model_rate_limited_error" : "model_request_failed_error", `model answered ${res.status}: ${res.text.slice(0, 500)}`);
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(res.text);
   } catch {
     throw new ModelCallError("model_request_failed_error", "model answered with invalid JSON");
   }

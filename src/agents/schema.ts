@@ -1,5 +1,17 @@
-import type { SkillRef } from "../skills/references";
 import { bigserial, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+
+/**
+ * How agents reference skills (SDK `BetaManagedAgentsCustomSkill`), as stored on each
+ * agent version: `version` is always a concrete version id. A reference without a
+ * version (or with `latest`) is pinned to the skill's newest version when the agent
+ * version is written, so an agent version - and every session pinned to it - always
+ * gets the same files; picking up a newer skill version is an agent update.
+ */
+export interface SkillRef {
+  type: "custom";
+  skill_id: string;
+  version: string;
+}
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3 });
 
@@ -19,7 +31,7 @@ export const agentVersions = pgTable(
     system: text("system"),
     tools: jsonb("tools").notNull().$type<Record<string, unknown>[]>(),
     mcpServers: jsonb("mcp_servers").notNull().$type<Record<string, unknown>[]>(),
-    /** Skill references pinned to versions (src/skills/references.ts). */
+    /** Skill references pinned to versions (checked and pinned by src/skills/references.ts). */
     skills: jsonb("skills").notNull().default([]).$type<SkillRef[]>(),
     metadata: jsonb("metadata").notNull().$type<Record<string, string>>(),
     archivedAt: ts("archived_at"),

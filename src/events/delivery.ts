@@ -18,7 +18,7 @@ import { intSetting } from "../config";
 import type { Db } from "../db/client";
 import { rowsOf } from "../db/client";
 import type { Logger } from "../log";
-import { type EgressPolicy, safePost } from "./egress";
+import { type EgressPolicy, safePost } from "../egress";
 import { DELIVERY_CHANNEL, type EventEnvelope, type ResourceType } from "./record";
 import { type SecretBox, secretBox } from "./secrets";
 import { deliveryHeaders } from "./signing";

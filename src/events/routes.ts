@@ -6,7 +6,7 @@ import type { RouteModule } from "../app";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
 import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";
-import { egressPolicyFromEnv } from "./egress";
+import { egressPolicyFromEnv } from "../egress";
 import { sealStoredSecrets, secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
 import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
 import type { Db } from "../db/client";
 import { newId } from "../ids";
-import { checkTarget, EgressRefused, type EgressPolicy } from "./egress";
+import { checkTarget, EgressRefused, type EgressPolicy } from "../egress";
 import { EVENT_KINDS, isResourceType, RESOURCE_TYPES, resourceTypeOfKind } from "./kinds";
 import type { ResourceType } from "./record";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema";

@@ -2,7 +2,7 @@ import { ApiError } from "../../plugins/errors";
 import { vendorProviderHint } from "./hints";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";
-import type { GenerationType, ModelProvider, Protocol } from "./provider";
+import { type GenerationType, type ModelProvider, PROTOCOLS, type Protocol } from "./provider";
 
 /** One upstream option for a request: a provider instance and the model id it knows. */
 export interface Candidate {
@@ -77,13 +77,16 @@ export class Router {
 
   /** Candidates for one request, in the order to try them. Throws 400/404/503 ApiErrors. */
   candidates(model: string, protocol: Protocol, compat?: (c: Candidate) => string | undefined): Candidate[] {
-    try {
-      return this.pick(model, protocol, compat);
-    } catch (e) {
-      // Threat: a client-chosen model name of megabytes echoed back in every error body.
-      if (e instanceof ApiError && model.length > 200) throw new ApiError(e.status, e.message.replaceAll(model, model.slice(0, 200) + "..."));
-      throw e;
-    }
+    return clipErrors(model, () => this.pick(model, protocol, compat));
+  }
+
+  /**
+   * The protocols a model's providers serve natively, in PROTOCOLS order (resolution as
+   * for a request, cool-downs aside). Throws 404 when no provider has the model.
+   */
+  protocolsOf(model: string): Protocol[] {
+    const { found } = clipErrors(model, () => this.locate(model));
+    return PROTOCOLS.filter((p) => found.some((c) => this.providers.get(c.provider)!.serves.includes(p)));
   }
 
   /**
@@ -91,12 +94,7 @@ export class Router {
    * protocol request, keeping providers whose generation capability covers the type.
    */
   generationCandidates(model: string, type: GenerationType): Candidate[] {
-    try {
-      return this.pick(model, `gen:${type}`, undefined, { label: `${type} generation`, native: (p) => !!p.provider.generation?.types.includes(type) });
-    } catch (e) {
-      if (e instanceof ApiError && model.length > 200) throw new ApiError(e.status, e.message.replaceAll(model, model.slice(0, 200) + "..."));
-      throw e;
-    }
+    return clipErrors(model, () => this.pick(model, `gen:${type}`, undefined, { label: `${type} generation`, native: (p) => !!p.provider.generation?.types.includes(type) }));
   }
 
   private pick(model: string, protocol: Protocol | `gen:${GenerationType}`, compat?: (c: Candidate) => string | undefined, how?: Native): Candidate[] {
@@ -126,6 +124,20 @@ export class Router {
     const cacheKey = protocol + "\u0000" + model;
     const hit = this.cache.get(cacheKey);
     if (hit) return hit;
+    const { found, cacheable } = this.locate(model);
+    const native = found.filter((c) => how.native(this.providers.get(c.provider)!));
+    if (!native.length) {
+      throw new ApiError(
+        400,
+        `model '${model}' is not available on the ${how.label}: its providers (${found.map((c) => c.provider).join(", ")}) do not ${how.label.endsWith("protocol") ? "speak it natively" : "offer it"}`,
+      );
+    }
+    if (cacheable) this.cache.set(cacheKey, native);
+    return native;
+  }
+
+  /** Every provider that has the model, whatever it serves; `cacheable` unless the name selects a provider explicitly. */
+  private locate(model: string): { found: Candidate[]; cacheable: boolean } {
     let found: Candidate[] = [];
     let cacheable = true;
     const route = this.config.routes[model];
@@ -152,15 +164,7 @@ export class Router {
       const vendor = route ? undefined : this.catalog.vendorOf(model);
       throw new ApiError(404, vendor ? `model '${model}' not found: ${vendorProviderHint(vendor)}` : `model '${model}' not found`);
     }
-    const native = found.filter((c) => how.native(this.providers.get(c.provider)!));
-    if (!native.length) {
-      throw new ApiError(
-        400,
-        `model '${model}' is not available on the ${how.label}: its providers (${found.map((c) => c.provider).join(", ")}) do not ${how.label.endsWith("protocol") ? "speak it natively" : "offer it"}`,
-      );
-    }
-    if (cacheable) this.cache.set(cacheKey, native);
-    return native;
+    return { found, cacheable };
   }
 
   private candidate(provider: string, model: string, weight?: number): Candidate {
@@ -177,6 +181,16 @@ export class Router {
 
   succeeded(c: Candidate): void {
     if (this.health.size !== 0) this.health.delete(c.key);
+  }
+}
+
+/** Threat: a client-chosen model name of megabytes echoed back in every error body. */
+function clipErrors<T>(model: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof ApiError && model.length > 200) throw new ApiError(e.status, e.message.replaceAll(model, model.slice(0, 200) + "..."));
+    throw e;
   }
 }
 

@@ -11,7 +11,7 @@
  */
 import { eq, sql } from "drizzle-orm";
 import { rowsOf } from "../db/client";
-import { type EgressPolicy, safePost } from "../events/egress";
+import { type EgressPolicy, safePost } from "../egress";
 import { envelopeOf } from "../events/record";
 import { events } from "../events/schema";
 import type { Generation } from "./service";

@@ -1,5 +1,5 @@
 import type { RouteModule } from "../app";
-import { egressPolicyFromEnv } from "../events/egress";
+import { egressPolicyFromEnv } from "../egress";
 import { CallbackWorker } from "./callbacks";
 import { generationRoutes, generationSurfaces } from "./routes";
 import { generationFor } from "./service";

@@ -3,7 +3,7 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../../plugins/core";
 import { ApiError } from "../../plugins/errors";
 import type { Surface } from "../../plugins/surfaces";
-import { checkTarget, EgressRefused, egressPolicyFromEnv } from "../events/egress";
+import { checkTarget, EgressRefused, egressPolicyFromEnv } from "../egress";
 import { gatewayFor } from "../gateway/gateway";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";

@@ -1,9 +1,10 @@
 /**
  * Helpers for provider plugins implementing the optional generation capability
- * (src/gateway/provider.ts): upstream errors mapped to sanitized categories, and
- * bounded reads of generated media.
+ * (src/gateway/provider.ts): upstream errors mapped to sanitized categories, bounded
+ * reads of generated media, and downloads of media an upstream points at by URL.
  */
-import { GenerationError } from "../gateway/provider";
+import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
+import { GenerationError, type GeneratedFile } from "../gateway/provider";
 
 /**
  * Largest generated file accepted from an upstream. Threat: a misbehaving upstream (or
@@ -50,6 +51,52 @@ export async function readMedia(res: Response, limit = MAX_MEDIA_BYTES): Promise
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/** Where a provider's media URLs come from: its operator-configured base URL and credentials. */
+export interface MediaSource {
+  /** The provider's base URL: relative media URLs resolve against it, and its origin is trusted. */
+  base: string;
+  /** Credentials, sent to the base URL's origin only. */
+  headers: Record<string, string>;
+  /** The egress rules for every other origin (egressPolicyFromEnv). */
+  egress: EgressPolicy;
+}
+
+/** Redirect hops followed for a media URL on a foreign origin (signed storage URLs bounce once or twice). */
+const MEDIA_REDIRECTS = 5;
+
+/**
+ * Downloads a file an upstream points at by URL.
+ * - The provider's own origin was configured by the operator and is trusted: it gets the
+ *   credentials and no redirects, so a redirect cannot carry them elsewhere.
+ * - Any other origin is only the upstream's word. Threat: a hostile or compromised
+ *   upstream naming an internal URL (or one that redirects there) so that we fetch it and
+ *   serve it back as the generated file. Such URLs go through egressFetch, without
+ *   credentials: the address is checked and pinned, every redirect hop too.
+ */
+export async function downloadMedia(url: string, from: MediaSource, signal: AbortSignal, fallbackType: string): Promise<GeneratedFile> {
+  let u: URL;
+  try {
+    u = new URL(url, from.base.replace(/\/*$/, "/"));
+  } catch {
+    throw new GenerationError("upstream_error", "upstream returned an invalid media URL", false);
+  }
+  if (u.protocol !== "https:" && u.protocol !== "http:") throw new GenerationError("upstream_error", "upstream returned a non-HTTP media URL", false);
+  let res: Response;
+  if (u.origin === new URL(from.base).origin) {
+    res = await fetch(u, { headers: from.headers, signal, redirect: "manual" });
+  } else {
+    try {
+      // Size is bounded by readMedia below, time by the task's signal.
+      res = await egressFetch(u.href, { signal }, from.egress, { maxRedirects: MEDIA_REDIRECTS });
+    } catch (e) {
+      if (e instanceof EgressRefused) throw new GenerationError("upstream_error", `media download refused: ${e.message}`, false);
+      throw e;
+    }
+  }
+  if (!res.ok) throw await upstreamError(res, "media download");
+  return { bytes: await readMedia(res), contentType: mediaType(res, fallbackType) };
 }
 
 /** The content type of a response without parameters, or the fallback. */

@@ -1,5 +1,8 @@
+import type { SessionHooks } from "../agents/hooks";
 import type { RouteModule } from "../app";
 import { skillRoutes, skillsSurface } from "./routes";
+import { skillRunEvents } from "./runs";
+import { installSkills, systemWithSkills } from "./sandbox";
 
 /**
  * Skills: versioned instruction bundles (SKILL.md plus files) stored in the database,
@@ -10,4 +13,11 @@ import { skillRoutes, skillsSurface } from "./routes";
 export const skillsModule: RouteModule = {
   surfaces: [skillsSurface],
   routes: skillRoutes,
+};
+
+/** What skills add to an agent session: their files in its sandbox, their list in the system prompt, events when their scripts run. */
+export const skillSessionHooks: SessionHooks = {
+  systemPrompt: systemWithSkills,
+  prepareSandbox: installSkills,
+  afterBuiltinRun: skillRunEvents,
 };

@@ -1,22 +1,9 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
-import { agentVersions } from "../agents/schema";
+import { agentVersions, type SkillRef } from "../agents/schema";
 import type { Db } from "../db/client";
 import { isWellFormedId } from "../ids";
 import { skills, skillVersions } from "./schema";
-
-/**
- * How agents reference skills (SDK `BetaManagedAgentsCustomSkill`), as stored on each
- * agent version: `version` is always a concrete version id. A reference without a
- * version (or with `latest`) is pinned to the skill's newest version when the agent
- * version is written, so an agent version - and every session pinned to it - always
- * gets the same files; picking up a newer skill version is an agent update.
- */
-export interface SkillRef {
-  type: "custom";
-  skill_id: string;
-  version: string;
-}
 
 /** Skills per agent version: each one adds its name and description to the system prompt. */
 export const MAX_AGENT_SKILLS = 20;

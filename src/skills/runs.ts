@@ -1,6 +1,6 @@
 import { posix } from "node:path";
-import type { AgentRow, SessionRow } from "../agents/schema";
-import { runBuiltin, type ToolOutcome } from "../agents/tools";
+import type { BuiltinRun } from "../agents/hooks";
+import type { SessionRow } from "../agents/schema";
 import type { NewEvent } from "../events/record";
 import type { Services } from "../services";
 import { type SessionSkill, skillsOfAgent } from "./sandbox";
@@ -165,24 +165,15 @@ export function skillCompletedEvents(session: SessionRow, sandboxId: string, run
 }
 
 /**
- * Runs a built-in tool and returns, besides its outcome, the `router.skill.completed`
- * events it caused. The agent loop records those in the same transaction as the tool's
- * result, so a tool whose result is in the log has its events too, exactly once.
+ * Observes the agent loop's built-in tool runs (SessionHooks.afterBuiltinRun): the
+ * `router.skill.completed` events of a finished bash command. The loop records them in
+ * the same transaction as the tool's result, so a tool whose result is in the log has
+ * its events too, exactly once.
  */
-export async function runToolWithSkills(
-  s: Services,
-  session: SessionRow,
-  agent: AgentRow,
-  sandboxId: string,
-  name: string,
-  input: Record<string, any>,
-  signal?: AbortSignal,
-): Promise<{ out: ToolOutcome; events: NewEvent[] }> {
-  const started = performance.now();
-  const out = await runBuiltin(s, session.organizationId, sandboxId, name, input, signal);
-  const durationMs = Math.round(performance.now() - started);
+export async function skillRunEvents(s: Services, run: BuiltinRun): Promise<NewEvent[]> {
+  const { session, agent, sandboxId, name, input, out, durationMs } = run;
   // Only a command that really ran (it has an exit code) can have run a skill.
-  if (name !== "bash" || out.exitCode === undefined || typeof input.command !== "string" || !agent.skills?.length || !input.command.includes("skills")) return { out, events: [] };
+  if (name !== "bash" || out.exitCode === undefined || typeof input.command !== "string" || !agent.skills?.length || !input.command.includes("skills")) return [];
   const runs = skillRunsIn(input.command, await skillsOfAgent(s.db, agent));
-  return { out, events: skillCompletedEvents(session, sandboxId, runs, out.exitCode, durationMs) };
+  return skillCompletedEvents(session, sandboxId, runs, out.exitCode, durationMs);
 }

@@ -1,12 +1,11 @@
 import { and, eq, inArray } from "drizzle-orm";
 import { TOOLSET_TYPE } from "../agents/agents";
-import type { AgentRow } from "../agents/schema";
+import type { AgentRow, SkillRef } from "../agents/schema";
 import { SandboxSetupError } from "../agents/tools";
 import type { Db } from "../db/client";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { SKILL_FILE } from "./bundle";
-import type { SkillRef } from "./references";
 import { skillVersions } from "./schema";
 import { SkillRepository } from "./store";
 
@@ -102,10 +101,10 @@ export function skillsPrompt(skills: SessionSkill[]): string {
   ].join("\n");
 }
 
-/** The agent's system prompt with its skills appended (unchanged when it has none, or no sandbox tools to open them with). */
-export async function systemWithSkills(s: Services, agent: AgentRow): Promise<string | null> {
-  if (!agent.skills?.length || !usesSandbox(agent)) return agent.system;
+/** A system prompt with the agent's skills appended (unchanged when it has none, or no sandbox tools to open them with). */
+export async function systemWithSkills(s: Services, agent: AgentRow, system: string | null): Promise<string | null> {
+  if (!agent.skills?.length || !usesSandbox(agent)) return system;
   const skills = await skillsOfAgent(s.db, agent);
-  if (!skills.length) return agent.system;
-  return agent.system ? `${agent.system}\n\n${skillsPrompt(skills)}` : skillsPrompt(skills);
+  if (!skills.length) return system;
+  return system ? `${system}\n\n${skillsPrompt(skills)}` : skillsPrompt(skills);
 }

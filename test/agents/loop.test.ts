@@ -164,6 +164,29 @@ describe("the agent loop", () => {
     expect(mock.getRequests().length).toBe(before);
   });
 
+  test("a session key without the `models` scope makes no model call: the loop's call is checked like a client's", async () => {
+    const org = await svc.org();
+    const agentsOnly = await svc.key(org, { scopes: ["agents"] });
+    const c = sdk(svc, agentsOnly.key);
+    // The key itself may not call the model surfaces...
+    const direct = await svc.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": agentsOnly.key, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "just talk" }] }),
+    });
+    expect(direct.status).toBe(403);
+    // ...so a session it created may not reach them either.
+    const agent = await c.beta.agents.create({ name: "scoped", model: "claude-sonnet-4-5" });
+    const env = await c.beta.environments.create({ name: "e" });
+    const before = mock.getRequests().length;
+    const session = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: "user.message", content: [{ type: "text", text: "just talk" }] }] });
+    const events = await waitIdle(c, session.id);
+    expect(types(events)).toEqual(["user.message", "session.status_running", "session.error", "session.status_idle"]);
+    expect(events[2].error.type).toBe("model_request_failed_error");
+    expect(events[2].error.message).toContain("insufficient_scope");
+    expect(mock.getRequests().length).toBe(before);
+  });
+
   test("user.interrupt cuts the model call short: no answer is recorded, the session goes idle", async () => {
     const agent = await client.beta.agents.create({ name: "slow", model: "claude-sonnet-4-5" });
     const session = await client.beta.sessions.create({ agent: agent.id, environment_id: envId, initial_events: [{ type: "user.message", content: [{ type: "text", text: "think slowly" }] }] });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
-import { parseCidrList } from "../../src/events/ip";
+import { parseCidrList } from "../../src/egress/ip";
 import { recordEvent } from "../../src/events/record";
 import { WebhookRepository } from "../../src/events/webhooks";
 import { KeyRepository } from "../../src/keys/keys";

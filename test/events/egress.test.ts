@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checkTarget, EgressRefused, type EgressPolicy, egressPolicyFromEnv, safePost } from "../../src/events/egress";
-import { parseCidrList } from "../../src/events/ip";
+import { checkTarget, EgressRefused, type EgressPolicy, egressPolicyFromEnv, safePost } from "../../src/egress";
+import { parseCidrList } from "../../src/egress/ip";
 import { type DnsServer, startDnsServer } from "./dns-server";
 import { type Receiver, startReceiver } from "./receiver";
 

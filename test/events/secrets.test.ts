@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
 import { ConfigError } from "../../src/config";
 import { rowsOf } from "../../src/db/client";
-import { parseCidrList } from "../../src/events/ip";
+import { parseCidrList } from "../../src/egress/ip";
 import { recordEvent } from "../../src/events/record";
 import { webhooks } from "../../src/events/schema";
 import { isSealed, parseSecretsKey, sealStoredSecrets, secretBox, secretBoxFor } from "../../src/events/secrets";

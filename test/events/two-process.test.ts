@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { openDatabase, rowsOf } from "../../src/db/client";
-import { parseCidrList } from "../../src/events/ip";
+import { parseCidrList } from "../../src/egress/ip";
 import { recordEvent } from "../../src/events/record";
 import { WebhookRepository } from "../../src/events/webhooks";
 import { KeyRepository } from "../../src/keys/keys";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { LLMock } from "@copilotkit/aimock";
 import { inArray } from "drizzle-orm";
 import { openDatabase } from "../../src/db/client";
-import { parseCidrList } from "../../src/events/ip";
+import { parseCidrList } from "../../src/egress/ip";
 import { WebhookRepository } from "../../src/events/webhooks";
 import { predictions } from "../../src/generation/schema";
 import { KeyRepository } from "../../src/keys/keys";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { LLMock } from "@copilotkit/aimock";
 import { inArray } from "drizzle-orm";
 import { loadConfig } from "../../src/config";
-import { parseCidrList } from "../../src/events/ip";
+import { parseCidrList } from "../../src/egress/ip";
 import { WebhookRepository } from "../../src/events/webhooks";
 import { predictions } from "../../src/generation/schema";
 import { type RunningServer, startServer } from "../../src/server";

@@ -1,0 +1,4 @@
+/** Outbound connections made on a user's or an upstream's behalf (README: Outbound connections). */
+export { type CheckedTarget, checkTarget, type EgressPolicy, EgressRefused, egressPolicyFromEnv } from "./check";
+export { type EgressOptions, egressFetch } from "./fetch";
+export { type PostOptions, type PostResult, safePost } from "./post";
