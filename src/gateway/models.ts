@@ -162,7 +162,9 @@ export function genvendorModelRoutes(s: Services, g: Gateway) {
           try {
             g.router.candidates(id, "generateContent");
           } catch {
-            throw new ApiError(404, `models/${id} is not found`);
+            const vendor = catalog.get(id)?.vendor;
+            const unserved = vendor !== undefined && ![...g.providers.values()].some((p) => p.provider.vendor === vendor);
+            throw new ApiError(404, unserved ? `models/${id} is not found: ${vendorProviderHint(vendor)}` : `models/${id} is not found`);
           }
         }
         return modelOf(id);

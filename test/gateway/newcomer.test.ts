@@ -53,6 +53,10 @@ describe("no model provider configured", () => {
     expect(gen).toBeInstanceOf(GenAIError);
     expect(gen.status).toBe(404);
     expect(gen.message).toContain("no provider configured for vendor gemini; set GEMINI_API_KEY");
+    const got = await genai.models.get({ model: "gemini-2.5-flash" }).catch((e) => e);
+    expect(got).toBeInstanceOf(GenAIError);
+    expect(got.status).toBe(404);
+    expect(got.message).toContain("set GEMINI_API_KEY");
   });
 
   test("a vendor without a built-in provider points at CONFIG_FILE; an unknown model stays a plain 404", async () => {
