@@ -4,7 +4,9 @@ import type { Surface } from "../plugins/surfaces";
 import { eventsModule } from "./events/routes";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
+import { corsOriginsFrom, corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
+import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
@@ -33,6 +35,7 @@ export interface RouteModule {
  */
 export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
+  { surfaces: [], routes: homeRoutes },
   { surfaces: [adminSurface], routes: adminRoutes },
   meteringModule,
   limitsModule,
@@ -58,7 +61,8 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     afterAuth: s.afterAuth,
     dispatch: (request: Request): Promise<Response> => app.handle(request),
   };
-  let app = new Elysia().use(corePlugin(core));
+  // CORS first: a preflight is answered before authentication (it never carries credentials).
+  let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
     const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");

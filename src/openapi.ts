@@ -1,4 +1,7 @@
 import { toOpenAPISchema } from "@elysiajs/openapi";
+// The renderer of /docs, embedded in the binary (a `type: "file"` import, like PGlite's
+// assets): the page works with no network at all, e.g. on an air-gapped host.
+import scalarBundlePath from "@scalar/api-reference/browser/standalone.js" with { type: "file" };
 import { type AnyElysia, Elysia } from "elysia";
 import { SERVICE_VERSION } from "./version";
 
@@ -68,17 +71,38 @@ export function openapiRoutes(getApp: () => AnyElysia) {
   };
   return new Elysia()
     .get("/openapi.json", () => doc(), { detail: { hide: true } })
+    .get("/docs", () => new Response(DOCS_PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), { detail: { hide: true } })
     .get(
-      "/docs",
+      DOCS_SCRIPT,
       () =>
-        new Response(
-          `<!doctype html><html><head><title>${DOCUMENTATION.info.title}</title><meta charset="utf-8"/>` +
-            `<meta name="viewport" content="width=device-width, initial-scale=1"/></head><body>` +
-            `<script id="api-reference" data-url="/openapi.json"></script>` +
-            `<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference/dist/browser/standalone.min.js"></script>` +
-            `</body></html>`,
-          { headers: { "content-type": "text/html; charset=utf-8" } },
-        ),
+        new Response(Bun.file(scalarBundlePath), {
+          // Revalidated on every load: an upgraded renderer is picked up at once.
+          headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache" },
+        }),
       { detail: { hide: true } },
     );
 }
+
+const DOCS_SCRIPT = "/docs/assets/scalar.js";
+
+/**
+ * The page: the embedded renderer pointed at /openapi.json, with everything that would
+ * reach out to the internet turned off (web fonts from the vendor's CDN, telemetry, the
+ * "open in client" button to the vendor's site, the assistant features).
+ */
+const DOCS_PAGE =
+  `<!doctype html><html><head><title>${DOCUMENTATION.info.title}</title><meta charset="utf-8"/>` +
+  `<meta name="viewport" content="width=device-width, initial-scale=1"/></head><body>` +
+  `<div id="app"></div>` +
+  `<script src="${DOCS_SCRIPT}"></script>` +
+  `<script>Scalar.createApiReference("#app", ${JSON.stringify({
+    url: "/openapi.json",
+    withDefaultFonts: false,
+    telemetry: false,
+    hideClientButton: true,
+    showDeveloperTools: "never",
+    agent: { disabled: true },
+    mcp: { disabled: true },
+  })})</script>` +
+  `</body></html>`;
+

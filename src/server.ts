@@ -2,6 +2,7 @@ import { type App, createApp, type RouteModule, routeModules, startModules } fro
 import type { Database } from "./db/client";
 import { type Config, ConfigError } from "./config";
 import { removeAdminEndpoint, writeAdminEndpoint } from "./keys/local-admin";
+import { NO_PROVIDER_HINT } from "./gateway/hints";
 import { bootstrap, createServices, type Services } from "./services";
 
 export interface RunningServer {
@@ -14,7 +15,7 @@ export interface RunningServer {
 }
 
 export interface StartOptions {
-  announceKey?: (key: string, url: string) => void;
+  announceKey?: (key: string, url: string, noModelProvider: boolean) => void;
   database?: Database;
   /** Route modules to serve (default: all of the service's). */
   modules?: RouteModule[];
@@ -46,7 +47,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (created) {
     services.log.info("created organization 'default' and a first API key", { organizationId: created.organizationId });
     services.log.flush();
-    (opts.announceKey ?? announce)(created.key, url);
+    (opts.announceKey ?? announce)(created.key, url, services.registry.instancesOf("model").length === 0);
   }
   let stopping: Promise<void> | undefined;
   return {
@@ -66,9 +67,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
 }
 
-function announce(key: string, url: string) {
+function announce(key: string, url: string, noModelProvider: boolean) {
   process.stdout.write(
-    `\n  API key for organization 'default' (shown once, keep it safe):\n\n    ${key}\n\n  Try: curl -H "Authorization: Bearer ${key}" ${url}/v1/models\n\n`,
+    `\n  API key for organization 'default' (shown once, keep it safe):\n\n    ${key}\n\n  Try: curl -H "Authorization: Bearer ${key}" ${url}/v1/models\n` +
+      (noModelProvider ? `\n  Note: ${NO_PROVIDER_HINT}.\n` : "") +
+      `  API reference: ${url}/docs\n\n`,
   );
 }
 

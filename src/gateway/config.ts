@@ -6,7 +6,7 @@ import { ConfigError, type ConfigFile } from "../config";
  * The gateway's sections of CONFIG_FILE:
  *
  *   "routes":  { "<public model>": [ { "provider": "groq", "model": "llama-3.1-8b-instant", "weight": 3 }, ... ] }
- *   "gateway": { "timeoutMs": 600000, "cooldownFailures": 3, "cooldownSeconds": 30, "pingIntervalMs": 15000 }
+ *   "gateway": { "timeoutMs": 600000, "cooldownFailures": 3, "cooldownSeconds": 30, "pingIntervalMs": 15000, "interactionWaitMs": 60000 }
  *
  * Providers themselves live in the shared "providers" section (see the registry).
  */
@@ -31,6 +31,11 @@ const GatewaySchema = Type.Object(
     cooldownSeconds: Type.Number({ minimum: 0, default: 30 }),
     /** Idle time after which a messages stream gets a `ping` event (spec: about every 15 s). */
     pingIntervalMs: Type.Integer({ minimum: 1, default: 15_000 }),
+    /**
+     * How long a synchronous Interactions create waits for the Interaction to finish
+     * before answering 200 `in_progress` with its poll path (spec: the bounded wait).
+     */
+    interactionWaitMs: Type.Integer({ minimum: 1, default: 60_000 }),
   },
   { additionalProperties: false },
 );

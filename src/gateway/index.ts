@@ -1,5 +1,6 @@
 import type { RouteModule } from "../app";
 import { gatewayFor } from "./gateway";
+import { NO_PROVIDER_HINT } from "./hints";
 import { gatewayRoutes, gatewaySurfaces } from "./routes";
 
 /**
@@ -13,6 +14,7 @@ export const gatewayModule: RouteModule = {
   routes: gatewayRoutes,
   async start(s) {
     // Build the router now so a bad CONFIG_FILE route stops start-up, not the first request.
-    gatewayFor(s);
+    const g = gatewayFor(s);
+    if (!g.providers.size) s.log.warn(NO_PROVIDER_HINT);
   },
 };

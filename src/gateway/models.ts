@@ -3,6 +3,7 @@ import { ApiError } from "../../plugins/errors";
 import { catalogFor } from "../catalog";
 import type { Services } from "../services";
 import type { Gateway } from "./gateway";
+import { NO_PROVIDER_HINT, vendorProviderHint } from "./hints";
 
 const ModelObject = t.Object({
   id: t.String(),
@@ -42,10 +43,22 @@ export function modelRoutes(s: Services, g: Gateway) {
   const catalog = catalogFor(s);
   const toObject = (m: { id: string; created: number; ownedBy: string }) => ({ id: m.id, object: "model" as const, created: m.created, owned_by: m.ownedBy });
   return new Elysia()
-    .get("/v1/models", () => ({ object: "list" as const, data: g.listModels().map(toObject) }), {
-      response: t.Object({ object: t.Literal("list"), data: t.Array(ModelObject) }),
-      detail: { tags, summary: "List models", description: "Model ids the gateway can route: configured routes, provider model lists and the catalog models of every enabled vendor (OpenAI list shape)." },
-    })
+    .get(
+      "/v1/models",
+      () => {
+        const data = g.listModels().map(toObject);
+        // An empty list says why, in a field OpenAI list readers ignore.
+        return data.length ? { object: "list" as const, data } : { object: "list" as const, data, hint: NO_PROVIDER_HINT };
+      },
+      {
+        response: t.Object({
+          object: t.Literal("list"),
+          data: t.Array(ModelObject),
+          hint: t.Optional(t.String({ description: "Only on an empty list: why it is empty (no model provider configured) and how to fix it" })),
+        }),
+        detail: { tags, summary: "List models", description: "Model ids the gateway can route: configured routes, provider model lists and the catalog models of every enabled vendor (OpenAI list shape). An empty list carries a `hint`." },
+      },
+    )
     .get(
       "/v1/models/*",
       ({ params }) => {
@@ -56,7 +69,10 @@ export function modelRoutes(s: Services, g: Gateway) {
           list.find((m) => catalog.get(m.id)?.name?.toLowerCase() === wanted.toLowerCase()) ??
           explicit(g, wanted) ??
           byCatalog(g, catalog.get(wanted)?.vendor, wanted);
-        if (!found) throw new ApiError(404, `model '${wanted}' not found`);
+        if (!found) {
+          const vendor = catalog.get(wanted)?.vendor;
+          throw new ApiError(404, vendor ? `model '${wanted}' not found: ${vendorProviderHint(vendor)}` : `model '${wanted}' not found`);
+        }
         return toObject(found);
       },
       {
@@ -146,7 +162,9 @@ export function genvendorModelRoutes(s: Services, g: Gateway) {
           try {
             g.router.candidates(id, "generateContent");
           } catch {
-            throw new ApiError(404, `models/${id} is not found`);
+            const vendor = catalog.get(id)?.vendor;
+            const unserved = vendor !== undefined && ![...g.providers.values()].some((p) => p.provider.vendor === vendor);
+            throw new ApiError(404, unserved ? `models/${id} is not found: ${vendorProviderHint(vendor)}` : `models/${id} is not found`);
           }
         }
         return modelOf(id);

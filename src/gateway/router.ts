@@ -1,4 +1,5 @@
 import { ApiError } from "../../plugins/errors";
+import { vendorProviderHint } from "./hints";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";
 import { type GenerationType, type ModelProvider, PROTOCOLS, type Protocol } from "./provider";
@@ -158,7 +159,11 @@ export class Router {
         }
       }
     }
-    if (!found.length) throw new ApiError(404, `model '${model}' not found`);
+    if (!found.length) {
+      // A catalog model whose vendor has no provider here: say which key would enable it.
+      const vendor = route ? undefined : this.catalog.vendorOf(model);
+      throw new ApiError(404, vendor ? `model '${model}' not found: ${vendorProviderHint(vendor)}` : `model '${model}' not found`);
+    }
     return { found, cacheable };
   }
 

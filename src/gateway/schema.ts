@@ -1,4 +1,4 @@
-import { boolean, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { boolean, index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * Provider affinity of Interactions: which provider (and upstream model) created an
@@ -16,6 +16,11 @@ export const gatewayInteractions = pgTable(
     publicModel: text("public_model").notNull(),
     /** Usage of a terminal result was recorded (create or a later read): never count it twice. */
     metered: boolean("metered").notNull().default(false),
+    /**
+     * A lossy copy of the terminal Interaction (structure, text and metadata; inline media
+     * bytes left out), served once the upstream no longer keeps it (spec: Interactions rule 6).
+     */
+    stored: jsonb("stored"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [index("gateway_interactions_key_idx").on(t.keyId)],

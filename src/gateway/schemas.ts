@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
 /**
@@ -14,6 +14,17 @@ const open = { additionalProperties: true } as const;
  * whole body, every message included, on every request.
  */
 const integer = Type.Integer;
+
+/**
+ * A field the client may also send as `null`, meaning "not given": the vendor SDKs type
+ * most optional fields as `T | null` (and the spec gives `null` as the default of some),
+ * so Python and LangChain clients send explicit nulls. The body is forwarded as sent.
+ * The message of the inner schema is kept for the union, so a wrong value still says
+ * what the field must be.
+ */
+function nullable<S extends TSchema>(schema: S) {
+  return t.Union([schema, t.Null()], typeof schema.error === "string" ? { error: schema.error } : {});
+}
 
 export const MAX_MESSAGES = 1000;
 export const MAX_SYSTEM_CHARS = 100_000;
@@ -37,22 +48,22 @@ export const ChatBody = t.Object(
   {
     model: modelField,
     messages: t.Array(ChatMessage, { minItems: 1, maxItems: MAX_MESSAGES, error: `messages must be an array of 1 to ${MAX_MESSAGES} messages` }),
-    temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, error: "temperature must be between 0 and 2" })),
-    top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, error: "top_p must be between 0 and 1" })),
-    max_tokens: t.Optional(integer({ minimum: 1, error: "max_tokens must be a positive integer" })),
-    max_completion_tokens: t.Optional(integer({ minimum: 1, error: "max_completion_tokens must be a positive integer" })),
-    stream: t.Optional(t.Boolean({ error: "stream must be a boolean" })),
+    temperature: t.Optional(nullable(t.Number({ minimum: 0, maximum: 2, error: "temperature must be between 0 and 2" }))),
+    top_p: t.Optional(nullable(t.Number({ minimum: 0, maximum: 1, error: "top_p must be between 0 and 1" }))),
+    max_tokens: t.Optional(nullable(integer({ minimum: 1, error: "max_tokens must be a positive integer" }))),
+    max_completion_tokens: t.Optional(nullable(integer({ minimum: 1, error: "max_completion_tokens must be a positive integer" }))),
+    stream: t.Optional(nullable(t.Boolean({ error: "stream must be a boolean" }))),
     stop: t.Optional(t.Union([t.String(), t.Array(t.String()), t.Null()], { error: "stop must be a string or an array of strings" })),
-    tools: t.Optional(t.Array(t.Object({ type: t.String(), function: t.Optional(t.Object({ name: t.String() }, open)) }, open), { error: "tools must be an array of {type:'function', function:{name,...}}" })),
+    tools: t.Optional(nullable(t.Array(t.Object({ type: t.String(), function: t.Optional(t.Object({ name: t.String() }, open)) }, open), { error: "tools must be an array of {type:'function', function:{name,...}}" }))),
     tool_choice: t.Optional(t.Union([t.String(), t.Object({}, open)])),
-    response_format: t.Optional(t.Object({ type: t.String() }, open)),
-    n: t.Optional(integer({ minimum: 1, error: "n must be a positive integer" })),
-    presence_penalty: t.Optional(t.Number({ minimum: -2, maximum: 2, error: "presence_penalty must be between -2 and 2" })),
-    frequency_penalty: t.Optional(t.Number({ minimum: -2, maximum: 2, error: "frequency_penalty must be between -2 and 2" })),
-    user: t.Optional(t.String()),
+    response_format: t.Optional(nullable(t.Object({ type: t.String() }, { ...open, error: "response_format must be an object with a type" }))),
+    n: t.Optional(nullable(integer({ minimum: 1, error: "n must be a positive integer" }))),
+    presence_penalty: t.Optional(nullable(t.Number({ minimum: -2, maximum: 2, error: "presence_penalty must be between -2 and 2" }))),
+    frequency_penalty: t.Optional(nullable(t.Number({ minimum: -2, maximum: 2, error: "frequency_penalty must be between -2 and 2" }))),
+    user: t.Optional(nullable(t.String({ error: "user must be a string" }))),
     stream_options: t.Optional(t.Union([t.Object({ include_usage: t.Optional(t.Boolean()) }, open), t.Null()])),
   },
-  { ...open, description: "Chat completions request; fields beyond these are forwarded unchanged" },
+  { ...open, description: "Chat completions request; fields beyond these are forwarded unchanged; `null` in an optional field means not given" },
 );
 
 const MessagesMessage = t.Object(
@@ -99,12 +110,13 @@ export const GenerateContentBody = t.Object(
   {
     contents: t.Array(t.Object({}, open), { maxItems: MAX_MESSAGES, error: `contents must be an array of at most ${MAX_MESSAGES} items` }),
     systemInstruction: t.Optional(t.Union([t.String(), t.Object({}, open)])),
+    // Null inside generationConfig: the upstream's proto3 JSON mapping reads it as unset.
     generationConfig: t.Optional(
       t.Object(
         {
-          temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, error: "generationConfig.temperature must be between 0 and 2" })),
-          presencePenalty: t.Optional(t.Number({ minimum: -2, maximum: 2, error: "generationConfig.presencePenalty must be between -2 and 2" })),
-          frequencyPenalty: t.Optional(t.Number({ minimum: -2, maximum: 2, error: "generationConfig.frequencyPenalty must be between -2 and 2" })),
+          temperature: t.Optional(nullable(t.Number({ minimum: 0, maximum: 2, error: "generationConfig.temperature must be between 0 and 2" }))),
+          presencePenalty: t.Optional(nullable(t.Number({ minimum: -2, maximum: 2, error: "generationConfig.presencePenalty must be between -2 and 2" }))),
+          frequencyPenalty: t.Optional(nullable(t.Number({ minimum: -2, maximum: 2, error: "generationConfig.frequencyPenalty must be between -2 and 2" }))),
         },
         open,
       ),

@@ -38,9 +38,11 @@ export async function createRateLimiter(s: Services): Promise<RateLimiter> {
 }
 
 /**
- * Rate limits on every model surface (those that declare a spend-limit status): a
- * one-minute sliding window over the platform-wide cap and the key's own `rpm`.
- * Runs after authentication, before the body is read, so refused requests cost little.
+ * Rate limits: one-minute sliding windows. A key's own `rpm` caps all of that key's
+ * requests, on every surface an API key reaches (models, sandboxes, events, agents, ...);
+ * the platform-wide cap (RATE_LIMIT_RPM) protects the model surfaces (those that declare
+ * a spend-limit status). Runs after authentication, before the body is read, so refused
+ * requests cost little.
  */
 export const limitsModule: RouteModule = {
   surfaces: [],
@@ -48,8 +50,7 @@ export const limitsModule: RouteModule = {
   async start(s) {
     const limiter = await createRateLimiter(s);
     s.afterAuth.push((auth, surface) => {
-      if (!surface.spendLimitStatus) return;
-      const verdict = limiter.acquire(auth.key.id, auth.key.rpm ?? 0);
+      const verdict = limiter.acquire(auth.key.id, auth.key.rpm ?? 0, surface.spendLimitStatus !== undefined);
       if (verdict === null) return;
       if (typeof verdict === "string") throw refused(verdict);
       return verdict.then((v) => {

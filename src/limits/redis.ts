@@ -81,25 +81,25 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  acquire(keyId: string, keyLimit: number): LimitVerdict | Promise<LimitVerdict> {
-    const { globalLimit } = this.opts;
+  acquire(keyId: string, keyLimit: number, platformWide = true): LimitVerdict | Promise<LimitVerdict> {
+    const globalLimit = platformWide ? this.opts.globalLimit : 0;
     if (globalLimit <= 0 && keyLimit <= 0) return null;
     if (!this.client.connected) {
       this.reconnect();
-      return this.fallback.acquire(keyId, keyLimit);
+      return this.fallback.acquire(keyId, keyLimit, platformWide);
     }
-    return this.eval(keyId, keyLimit).catch((err) => {
+    return this.eval(keyId, keyLimit, globalLimit).catch((err) => {
       this.warn("Redis rate-limit call failed; using this process's window", err);
-      return this.fallback.acquire(keyId, keyLimit);
+      return this.fallback.acquire(keyId, keyLimit, platformWide);
     });
   }
 
-  private async eval(keyId: string, keyLimit: number): Promise<LimitVerdict> {
+  private async eval(keyId: string, keyLimit: number, globalLimit: number): Promise<LimitVerdict> {
     const args = [
       "2",
       this.globalKey,
       `${this.opts.prefix}{rl}:key:${keyId}`,
-      String(this.opts.globalLimit),
+      String(globalLimit),
       String(keyLimit),
       String(WINDOW_MS),
       `${this.instance}:${this.seq++}`,

@@ -7,8 +7,9 @@ export interface RateLimiter {
    * Admits the request (counting it against both caps) or says which cap refused it.
    * A limit of 0 means no cap. Refused requests are not counted, so a client that backs
    * off gets through again as soon as its oldest request leaves the window.
+   * `platformWide` false: the request is checked and counted against the key's cap only.
    */
-  acquire(keyId: string, keyLimit: number): LimitVerdict | Promise<LimitVerdict>;
+  acquire(keyId: string, keyLimit: number, platformWide?: boolean): LimitVerdict | Promise<LimitVerdict>;
   close(): void;
 }
 
@@ -73,8 +74,9 @@ export class LocalRateLimiter implements RateLimiter {
     this.sweeper.unref?.();
   }
 
-  acquire(keyId: string, keyLimit: number): LimitVerdict {
+  acquire(keyId: string, keyLimit: number, platformWide = true): LimitVerdict {
     const now = this.clock();
+    const global = platformWide ? this.global : undefined;
     let log: AdmissionLog | undefined;
     if (keyLimit > 0) {
       log = this.keys.get(keyId);
@@ -82,9 +84,9 @@ export class LocalRateLimiter implements RateLimiter {
       else if (log.times.length < keyLimit) this.keys.set(keyId, (log = log.grown(keyLimit)));
       if (!log.hasRoom(now, keyLimit)) return "key";
     }
-    if (this.global && !this.global.hasRoom(now, this.globalLimit)) return "global";
+    if (global && !global.hasRoom(now, this.globalLimit)) return "global";
     log?.add(now);
-    this.global?.add(now);
+    global?.add(now);
     return null;
   }
 

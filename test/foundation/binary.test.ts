@@ -40,6 +40,12 @@ test("npm run build yields one executable that starts alone, serves /healthz and
     // The printed key is usable: it authenticates on the model catalog; a wrong one does not.
     expect((await fetch(`${svc.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
     expect((await fetch(`${svc.url}/v1/models`, { headers: { authorization: "Bearer sk-wrong" } })).status).toBe(401);
+    // /docs and its renderer come from the binary itself (no node_modules beside it, no CDN).
+    const page = await (await fetch(`${svc.url}/docs`)).text();
+    const script = page.match(/<script src="(\/[^"]+)"/)![1];
+    const bundle = await fetch(`${svc.url}${script}`);
+    expect(bundle.status).toBe(200);
+    expect(await bundle.text()).toBe(readFileSync(join(root, "node_modules/@scalar/api-reference/dist/browser/standalone.js"), "utf8"));
     expect(svc.output()).toMatch(/"msg":"provider ready","provider":"acme","plugin":"acme","kind":"model"/);
     expect(await svc.kill("SIGTERM")).toBe(0);
     expect(svc.output()).toContain("shutting down");

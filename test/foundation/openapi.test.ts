@@ -35,7 +35,14 @@ test("/docs renders the document", async () => {
   const res = await svc.fetch("/docs");
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toContain("text/html");
-  expect(await res.text()).toContain('data-url="/openapi.json"');
+  const page = await res.text();
+  expect(page).toContain('"url":"/openapi.json"');
+  // Everything it loads comes from the service (headless-browser check: docs-browser.test.ts).
+  expect(page).not.toMatch(/https?:\/\//);
+  const script = page.match(/<script src="(\/[^"]+)"/)![1];
+  const bundle = await svc.fetch(script);
+  expect(bundle.status).toBe(200);
+  expect(bundle.headers.get("content-type")).toContain("javascript");
 });
 
 test("a TypeScript client generated from the document (openapi-typescript) type-checks", async () => {

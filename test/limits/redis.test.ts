@@ -141,3 +141,15 @@ test("after an outage the shared window is used again once Redis answers", async
     await server.exited;
   }
 }, 20_000);
+
+test("a request outside the platform-wide cap's reach counts against its key only, through Redis", async () => {
+  const p = uniquePrefix();
+  const l = await limiter(2, p);
+  try {
+    for (let i = 0; i < 5; i++) expect(await l.acquire(`key_free_${i}`, 0, false)).toBeNull();
+    expect([await l.acquire("key_a", 0), await l.acquire("key_b", 0), await l.acquire("key_c", 0)]).toEqual([null, null, "global"]);
+    expect([await l.acquire("key_d", 2, false), await l.acquire("key_d", 2, false), await l.acquire("key_d", 2, false)]).toEqual([null, null, "key"]);
+  } finally {
+    await deletePrefix(p);
+  }
+});

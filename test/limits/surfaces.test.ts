@@ -53,6 +53,37 @@ describe("per-key rate limit (rpm)", () => {
     for (let i = 0; i < 8; i++) expect((await callSurface(svc.url, chat, free.key)).status).toBe(200);
   });
 
+  // The key's cap is for all of the key's requests, not only model calls.
+  const RESOURCE_READS: [string, Record<string, string>, (key: string) => Record<string, string>][] = [
+    ["/sandboxes", {}, (k) => ({ "x-api-key": k })],
+    ["/events/webhooks", {}, (k) => ({ authorization: `Bearer ${k}` })],
+    ["/v1/agents", {}, (k) => ({ authorization: `Bearer ${k}` })],
+    ["/v1/environments", {}, (k) => ({ authorization: `Bearer ${k}` })],
+    ["/v1/models", {}, (k) => ({ authorization: `Bearer ${k}` })],
+    ["/api/models", {}, (k) => ({ authorization: `Bearer ${k}` })],
+    ["/v1/tasks/pred_00000000000000000000000000", {}, (k) => ({ authorization: `Bearer ${k}` })],
+  ];
+  for (const [path, , headers] of RESOURCE_READS) {
+    test(`GET ${path}: past the key's rpm a flat 429 (the per-key cap covers every surface)`, async () => {
+      const { key } = await svc.key(org, { rpm: 2 });
+      for (let i = 0; i < 2; i++) expect((await svc.fetch(path, { headers: headers(key) })).status).not.toBe(429);
+      const refused = await svc.fetch(path, { headers: headers(key) });
+      expect(refused.status).toBe(429);
+      expect(await refused.text()).toBe(FLAT_KEY_429);
+      expect(rateLimitHeaders(refused.headers)).toEqual([]);
+    });
+  }
+
+  test("model calls and resource calls share the key's one window", async () => {
+    const { key } = await svc.key(org, { rpm: 3 });
+    const chat = MODEL_SURFACES[0];
+    expect((await svc.fetch("/sandboxes", { headers: { "x-api-key": key } })).status).toBe(200);
+    expect((await svc.fetch("/v1/agents", { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    expect((await callSurface(svc.url, chat, key)).status).toBe(200);
+    expect((await callSurface(svc.url, chat, key)).text).toBe(FLAT_KEY_429);
+    expect((await svc.fetch("/events/webhooks", { headers: { authorization: `Bearer ${key}` } })).status).toBe(429);
+  });
+
   test("a refused credential is answered 401 before any rate limiting", async () => {
     const chat = MODEL_SURFACES[0];
     const r = await callSurface(svc.url, chat, "sk-not-a-key");
@@ -89,9 +120,12 @@ describe("platform-wide cap (RATE_LIMIT_RPM)", () => {
     // A key with room in its own window is still refused by the platform cap.
     const { key } = await capped.key(o, { rpm: 1 });
     expect((await callSurface(capped.url, MODEL_SURFACES[0], key)).text).toBe(FLAT_GLOBAL_429);
-    // Not model surfaces: listing models and health are not rate limited.
+    // The platform-wide cap protects the model surfaces only: listing models, the resource
+    // APIs and health are not held by it.
     const k = (await capped.key(o)).key;
     expect((await capped.fetch("/v1/models", { headers: { authorization: `Bearer ${k}` } })).status).toBe(200);
+    expect((await capped.fetch("/sandboxes", { headers: { "x-api-key": k } })).status).toBe(200);
+    expect((await capped.fetch("/v1/agents", { headers: { authorization: `Bearer ${k}` } })).status).toBe(200);
     expect((await capped.fetch("/healthz")).status).toBe(200);
   });
 });

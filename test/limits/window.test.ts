@@ -95,3 +95,10 @@ test("RATE_LIMIT_RPM is validated", () => {
   expect(() => globalLimitFrom({ RATE_LIMIT_RPM: "-1" })).toThrow(/RATE_LIMIT_RPM must be a non-negative integer/);
   expect(() => globalLimitFrom({ RATE_LIMIT_RPM: "lots" })).toThrow(/RATE_LIMIT_RPM/);
 });
+
+test("a request outside the platform-wide cap's reach counts against its key only", () => {
+  const l = limiter(2);
+  for (let i = 0; i < 5; i++) expect(l.acquire(`k${i}`, 0, false)).toBeNull();
+  expect([l.acquire("a", 0), l.acquire("b", 0), l.acquire("c", 0)]).toEqual([null, null, "global"]);
+  expect([l.acquire("d", 2, false), l.acquire("d", 2, false), l.acquire("d", 2, false)]).toEqual([null, null, "key"]);
+});

@@ -1,0 +1,1 @@
+ALTER TABLE "gateway_interactions" ADD COLUMN "stored" jsonb;

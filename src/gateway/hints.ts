@@ -1,0 +1,23 @@
+/**
+ * What to tell someone whose gateway has no provider for what they asked: a fresh
+ * `npm start` serves no model until a provider key is set, and "model not found" or an
+ * empty model list does not say so.
+ */
+
+/** The variable that enables each built-in vendor provider with no other configuration (providers/*.ts `fromEnv`). */
+const VENDOR_KEY_VARIABLE: Record<string, string> = {
+  openai: "OPENAI_API_KEY",
+  anthropic: "ANTHROPIC_API_KEY",
+  gemini: "GEMINI_API_KEY",
+};
+
+/** For a catalog vendor that no configured provider serves. */
+export function vendorProviderHint(vendor: string): string {
+  const variable = VENDOR_KEY_VARIABLE[vendor];
+  return variable
+    ? `no provider configured for vendor ${vendor}; set ${variable}`
+    : `no provider configured for vendor ${vendor}; add one under "providers" in CONFIG_FILE (e.g. an OpenAI-compatible server with "vendor": "${vendor}")`;
+}
+
+/** For a gateway with no model provider at all. */
+export const NO_PROVIDER_HINT = `no model provider is configured: set ${Object.values(VENDOR_KEY_VARIABLE).join(", ")} (or add providers in CONFIG_FILE) and restart`;
