@@ -236,6 +236,29 @@ test("the container's cgroup tree is writable below its own group, so per-sandbo
   }
 });
 
+test("a sandbox in the container gets its own cgroup with the limits asked for, and a memory bomb dies inside it", async () => {
+  const created = await api("POST", "/sandboxes", { templateID: "code_interpreter", memoryMB: 256, cpuCount: 1 });
+  expect(created.status).toBe(200);
+  const id = created.body.sandboxID as string;
+  try {
+    const pidNs = (await sh(id, "readlink /proc/self/ns/pid")).stdout.trim();
+    // The container's view: the memory group of a process of that sandbox, and its limit.
+    const limit = inContainer(
+      `for p in /proc/[0-9]*; do if [ "$(readlink $p/ns/pid)" = "${pidNs}" ]; then ` +
+        `g=$(awk -F: '$2 == "memory" || $2 == "" { print $3; exit }' $p/cgroup); ` +
+        `if [ -f /sys/fs/cgroup/memory$g/memory.limit_in_bytes ]; then cat /sys/fs/cgroup/memory$g/memory.limit_in_bytes; else cat /sys/fs/cgroup$g/memory.max; fi; break; fi; done`,
+    ).trim();
+    expect(Number(limit)).toBe(256 * 1024 * 1024);
+    const bomb = await sh(id, "python3 -c 'x = bytearray(600 * 1024 * 1024); print(len(x))'; echo exit=$?");
+    expect(bomb.stdout).not.toContain("629145600");
+    expect(bomb.stdout).toMatch(/exit=(137|1)\n$/);
+    // The sandbox goes on, and so does the service.
+    expect((await sh(id, "echo alive")).stdout).toBe("alive\n");
+  } finally {
+    expect((await api("DELETE", `/sandboxes/${id}`)).status).toBe(204);
+  }
+}, 120_000);
+
 test(".dockerignore keeps node_modules, data/ (secrets.key) and sources out of the build context", () => {
   // A scratch image of the whole context shows what `docker build` would send.
   const dir = mkdtempSync(join(tmpdir(), "gw-ctx-"));
