@@ -156,21 +156,61 @@ export function toApiError(error: unknown, code?: string | number): ApiError {
   return new ApiError(500, "internal server error");
 }
 
-/** A one-line message naming the failing field, from Elysia's ValidationError. */
+/**
+ * The `error` every schema node without its own message gets (boundValidationErrors):
+ * it stands for "name the field and TypeBox's reason", built in validationMessage.
+ */
+const FROM_VALUE_ERROR = "\u0000from-value-error";
+const KIND = Symbol.for("TypeBox.Kind");
+const MAX_MESSAGE_CHARS = 300;
+
+/**
+ * Gives every node of a route schema a string `error`, unless it has one.
+ * Threat: without one, Elysia builds a validation error by listing up to 64 errors
+ * (walking the whole value when it holds fewer) and JSON.stringify-ing the whole value
+ * into the message, pretty-printed: seconds of a stalled process for a wide 10 MB body.
+ * With a string `error` it only takes the first error and that string, so an error costs
+ * the same whatever was sent. Non-enumerable, so the OpenAPI document does not show it.
+ */
+export function boundValidationErrors(schema: unknown, seen = new Set<object>()): void {
+  if (!schema || typeof schema !== "object" || seen.has(schema) || !(KIND in schema)) return;
+  seen.add(schema);
+  const node = schema as Record<string, unknown>;
+  if (node.error === undefined) Object.defineProperty(node, "error", { value: FROM_VALUE_ERROR, enumerable: false, configurable: true, writable: true });
+  for (const key of ["items", "prefixItems", "additionalProperties", "anyOf", "allOf", "oneOf", "not", "if", "then", "else"]) {
+    const child = node[key];
+    if (Array.isArray(child)) for (const c of child) boundValidationErrors(c, seen);
+    else boundValidationErrors(child, seen);
+  }
+  for (const key of ["properties", "patternProperties"]) {
+    const children = node[key];
+    if (children && typeof children === "object") for (const c of Object.values(children)) boundValidationErrors(c, seen);
+  }
+}
+
+/**
+ * A one-line message naming the failing field, from Elysia's ValidationError: its first
+ * error only (`all` would walk the whole value), clipped so it stays short whatever the
+ * field names were.
+ */
 function validationMessage(error: unknown): string {
   const v = error as {
-    all?: { path?: string; message?: string; schema?: { error?: unknown } }[];
     type?: string;
     valueError?: { path?: string; message?: string; schema?: { error?: unknown } };
   };
-  const first = v.valueError ?? v.all?.[0];
+  const first = v.valueError;
   if (!first) return "invalid request";
   // A schema may carry its own user-facing message (e.g. "max_tokens is required").
   const custom = first.schema?.error;
-  if (typeof custom === "string") return custom;
+  if (typeof custom === "string" && custom !== FROM_VALUE_ERROR) return clipMessage(custom);
   const where = v.type === "query" ? "query parameter" : v.type === "params" ? "path parameter" : "field";
   const path = (first.path ?? "").replace(/^\//, "").replace(/\//g, ".");
-  return path ? `invalid ${where} '${path}': ${lowerFirst(first.message ?? "invalid value")}` : `invalid request ${v.type ?? "body"}: ${lowerFirst(first.message ?? "invalid value")}`;
+  const reason = lowerFirst(first.message ?? "invalid value");
+  return clipMessage(path ? `invalid ${where} '${clipMessage(path, 200)}': ${reason}` : `invalid request ${v.type ?? "body"}: ${reason}`);
+}
+
+function clipMessage(s: string, max = MAX_MESSAGE_CHARS): string {
+  return s.length > max ? s.slice(0, max) + "..." : s;
 }
 
 function lowerFirst(s: string): string {

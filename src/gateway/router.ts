@@ -1,3 +1,4 @@
+import { unstorable } from "../../plugins/body";
 import { ApiError } from "../../plugins/errors";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";
@@ -76,6 +77,7 @@ export class Router {
 
   /** Candidates for one request, in the order to try them. Throws 400/404/503 ApiErrors. */
   candidates(model: string, protocol: Protocol, compat?: (c: Candidate) => string | undefined): Candidate[] {
+    checkModelName(model);
     try {
       return this.pick(model, protocol, compat);
     } catch (e) {
@@ -90,6 +92,7 @@ export class Router {
    * protocol request, keeping providers whose generation capability covers the type.
    */
   generationCandidates(model: string, type: GenerationType): Candidate[] {
+    checkModelName(model);
     try {
       return this.pick(model, `gen:${type}`, undefined, { label: `${type} generation`, native: (p) => !!p.provider.generation?.types.includes(type) });
     } catch (e) {
@@ -173,6 +176,16 @@ export class Router {
   succeeded(c: Candidate): void {
     if (this.health.size !== 0) this.health.delete(c.key);
   }
+}
+
+/**
+ * Threat: the public model name is stored with every usage row; a NUL or lone surrogate
+ * in it (sent through `<provider>/<model>`, which accepts any id) would make that insert
+ * fail in the database, for the whole batch of rows it is written with.
+ */
+function checkModelName(model: string): void {
+  const why = unstorable(model);
+  if (why) throw new ApiError(400, `the model name contains ${why}`);
 }
 
 /**
