@@ -1,3 +1,5 @@
+import { FROM_VALUE_ERROR } from "./validation";
+
 /**
  * The one place that knows the error shapes of every endpoint family (spec: Errors).
  * Code anywhere throws `ApiError(status, message)`; the family of the route that was
@@ -156,37 +158,7 @@ export function toApiError(error: unknown, code?: string | number): ApiError {
   return new ApiError(500, "internal server error");
 }
 
-/**
- * The `error` every schema node without its own message gets (boundValidationErrors):
- * it stands for "name the field and TypeBox's reason", built in validationMessage.
- */
-const FROM_VALUE_ERROR = "\u0000from-value-error";
-const KIND = Symbol.for("TypeBox.Kind");
 const MAX_MESSAGE_CHARS = 300;
-
-/**
- * Gives every node of a route schema a string `error`, unless it has one.
- * Threat: without one, Elysia builds a validation error by listing up to 64 errors
- * (walking the whole value when it holds fewer) and JSON.stringify-ing the whole value
- * into the message, pretty-printed: seconds of a stalled process for a wide 10 MB body.
- * With a string `error` it only takes the first error and that string, so an error costs
- * the same whatever was sent. Non-enumerable, so the OpenAPI document does not show it.
- */
-export function boundValidationErrors(schema: unknown, seen = new Set<object>()): void {
-  if (!schema || typeof schema !== "object" || seen.has(schema) || !(KIND in schema)) return;
-  seen.add(schema);
-  const node = schema as Record<string, unknown>;
-  if (node.error === undefined) Object.defineProperty(node, "error", { value: FROM_VALUE_ERROR, enumerable: false, configurable: true, writable: true });
-  for (const key of ["items", "prefixItems", "additionalProperties", "anyOf", "allOf", "oneOf", "not", "if", "then", "else"]) {
-    const child = node[key];
-    if (Array.isArray(child)) for (const c of child) boundValidationErrors(c, seen);
-    else boundValidationErrors(child, seen);
-  }
-  for (const key of ["properties", "patternProperties"]) {
-    const children = node[key];
-    if (children && typeof children === "object") for (const c of Object.values(children)) boundValidationErrors(c, seen);
-  }
-}
 
 /**
  * A one-line message naming the failing field, from Elysia's ValidationError: its first
