@@ -29,7 +29,7 @@ beforeAll(async () => {
   svc = await startTestService(vendorEnv(mock));
   ({ key: keyA } = await svc.key(await svc.org("tenant-a")));
   ({ key: keyB } = await svc.key(await svc.org("tenant-b")));
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await svc?.close();
