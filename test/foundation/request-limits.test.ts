@@ -3,6 +3,7 @@ import type { LLMock } from "@copilotkit/aimock";
 import OpenAI from "openai";
 import { MAX_JSON_DEPTH } from "../../plugins/body";
 import { ApiError } from "../../plugins/errors";
+import { WebhookRepository } from "../../src/events/webhooks";
 import { gatewayFor } from "../../src/gateway/gateway";
 import { forward } from "../../src/gateway/forward";
 import { startUpstream, vendorEnv } from "../gateway/helpers";
@@ -227,10 +228,16 @@ describe("bad input gets a clear 4xx", () => {
     expect(await sandbox.json()).toMatchObject({ code: 400 });
   });
 
-  test("webhook ids are checked by their form: a malformed one is 404 without a lookup", async () => {
-    for (const method of ["GET", "DELETE"]) {
-      const res = await svc.fetch("/events/webhooks/not-a-webhook-id", { method, headers: { authorization: `Bearer ${keyA}` } });
-      expect(res.status).toBe(404);
+  test("webhook ids are checked by their form before any query", async () => {
+    // Straight to the repository, past the URL check: a NUL in an id used to reach the
+    // database, which refuses it (a 500 instead of a 404).
+    // Reads and deletes never reach the egress policy (only registering a URL does).
+    const repo = new WebhookRepository(svc.server.services.db, undefined as never);
+    const org = await svc.org("tenant-webhooks");
+    for (const attempt of [() => repo.get(org, "wh_\u0000"), () => repo.remove(org, "wh_\u0000"), () => repo.deliveries(org, "\u0000", 10)]) {
+      const err = await attempt().catch((e) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).status).toBe(404);
     }
   });
 
