@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
 import fc from "fast-check";
 import { startUpstream, vendorEnv } from "../gateway/helpers";
+import { requestFromChild } from "../helpers/child-request";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 
 // Property-based fuzzing of every operation in the service's own /openapi.json: hostile
@@ -35,7 +36,7 @@ const RUNS = 8;
 /** Operations that start real sandboxes (bubblewrap) get fewer runs: they are slow to serve. */
 const CHEAP_RUNS = 3;
 /** One in this many requests is sent while /healthz is probed (all deep ones are). */
-const PROBE_EVERY = 6;
+const PROBE_EVERY = 8;
 
 // Started at load time: the tests are made from the service's own operation list.
 mock = await startUpstream();
@@ -233,13 +234,16 @@ function send(op: Operation, r: HostileRequest): Promise<Response> {
   return svc.fetch(r.url, { method: op.method, headers, body: op.method === "GET" || op.method === "HEAD" ? undefined : r.body?.bytes, signal: AbortSignal.timeout(30_000) });
 }
 
-/** The request's response, and the slowest /healthz answer while it was in flight. */
-async function sendProbed(op: Operation, r: HostileRequest): Promise<{ res: Response; slowestHealthMs: number }> {
+/**
+ * The request's status, sent from another process (see requestFromChild), and the slowest
+ * /healthz answer while it was in flight.
+ */
+async function sendProbed(op: Operation, r: HostileRequest): Promise<{ status: number; slowestHealthMs: number }> {
   let answered = false;
-  const pending = send(op, r).then(async (res) => {
-    await res.arrayBuffer().catch(() => {});
+  const headers: Record<string, string> = { authorization: `Bearer ${op.path.startsWith("/admin") ? ADMIN_TOKEN : keyA}` };
+  if (r.body?.contentType) headers["content-type"] = r.body.contentType;
+  const pending = requestFromChild(svc.url + r.url, { method: op.method, headers, body: op.method === "GET" || op.method === "HEAD" ? undefined : r.body?.bytes }).finally(() => {
     answered = true;
-    return res;
   });
   let slowest = 0;
   do {
@@ -248,29 +252,30 @@ async function sendProbed(op: Operation, r: HostileRequest): Promise<{ res: Resp
     await health.arrayBuffer();
     if (health.status !== 200) throw new Error(`/healthz answered ${health.status}`);
     slowest = Math.max(slowest, performance.now() - started);
+    await Bun.sleep(5);
   } while (!answered);
-  return { res: await pending, slowestHealthMs: slowest };
+  return { status: (await pending).status, slowestHealthMs: slowest };
 }
 
 async function check(op: Operation, r: HostileRequest): Promise<void> {
-  let res: Response;
+  let status: number;
   if (r.probe) {
     // The best of five: a stall repeats, a busy shared machine does not.
     let slowest = Number.POSITIVE_INFINITY;
-    let last: Response | undefined;
+    status = 0;
     for (let i = 0; i < 5 && slowest >= 200; i++) {
       const probed = await sendProbed(op, r);
-      last = probed.res;
+      status = probed.status;
       slowest = Math.min(slowest, probed.slowestHealthMs);
     }
-    res = last!;
     if (slowest >= 200) throw new Error(`/healthz took ${Math.round(slowest)} ms while ${op.method} ${clip(r.url)} was in flight`);
   } else {
-    res = await send(op, r);
+    const res = await send(op, r);
     await res.arrayBuffer().catch(() => {});
+    status = res.status;
   }
-  if (res.status >= 500) throw new Error(`${op.method} ${clip(r.url)} answered ${res.status}`);
-  if (r.namesTheirs && res.status < 300) throw new Error(`${op.method} ${r.url} answered ${res.status} for organization B's resource`);
+  if (status >= 500) throw new Error(`${op.method} ${clip(r.url)} answered ${status}`);
+  if (r.namesTheirs && status < 300) throw new Error(`${op.method} ${r.url} answered ${status} for organization B's resource`);
 }
 
 describe("fuzz: every operation in /openapi.json", () => {
