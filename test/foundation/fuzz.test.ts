@@ -27,6 +27,8 @@ interface Operation {
   params: { name: string; in: "path" | "query" }[];
   /** Property names of the JSON body schema, when the operation takes a JSON body. */
   bodyFields?: string[];
+  /** A body that satisfies the schema's required fields, when one can be made from it. */
+  validBody?: Record<string, unknown>;
   multipart: boolean;
 }
 
@@ -117,11 +119,43 @@ function operationsOf(doc: OpenApi): Operation[] {
         path,
         params: (op.parameters ?? []).filter((p) => p.in === "path" || p.in === "query") as Operation["params"],
         bodyFields: content["application/json"] ? Object.keys(schema?.properties ?? {}) : undefined,
+        validBody: schema ? (minimalValid(schema, 0) as Record<string, unknown> | undefined) : undefined,
         multipart: "multipart/form-data" in content,
       });
     }
   }
   return ops;
+}
+
+/**
+ * The smallest value a JSON schema accepts (required members only), so that one hostile
+ * field can ride on an otherwise valid body past validation, to where it is stored.
+ */
+function minimalValid(schema: any, depth: number): unknown {
+  if (!schema || typeof schema !== "object" || depth > 8) return undefined;
+  if ("const" in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const variants = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(variants)) return minimalValid(variants.find((v: any) => v.type !== "null") ?? variants[0], depth + 1);
+  const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== "null") : schema.type;
+  switch (type) {
+    case "object": {
+      const out: Record<string, unknown> = {};
+      for (const key of schema.required ?? []) out[key] = minimalValid(schema.properties?.[key], depth + 1) ?? "x";
+      return out;
+    }
+    case "array":
+      return Array.from({ length: schema.minItems ?? 0 }, () => minimalValid(schema.items, depth + 1));
+    case "string":
+      return schema.format === "date-time" ? new Date().toISOString() : schema.format === "uri" ? "http://127.0.0.1:9/x" : "x".repeat(Math.max(1, schema.minLength ?? 1));
+    case "integer":
+    case "number":
+      return schema.minimum ?? 1;
+    case "boolean":
+      return true;
+    default:
+      return undefined;
+  }
 }
 
 // --- Hostile values ---------------------------------------------------------------
@@ -146,12 +180,21 @@ interface Body {
   bytes: string | Uint8Array;
 }
 
-function hostileBody(fields: string[]): fc.Arbitrary<Body> {
+/** Strings the database cannot store, JSON-encoded: what an otherwise valid body carries. */
+const unstorable = fc.constantFrom('"\\u0000"', '"a\\u0000b"', '"\\ud800"', '"x\\udfff"', '{"k\\u0000":"v"}', '{"k":"\\u0000"}', '["\\u0000"]');
+
+function hostileBody(fields: string[], valid?: Record<string, unknown>): fc.Arbitrary<Body> {
   const key = fields.length ? fc.oneof(fc.constantFrom(...fields), hostileKey) : hostileKey;
   const object = fc.array(fc.tuple(key, hostileJson), { minLength: 1, maxLength: 4 }).map((members) => `{${members.map(([k, v]) => `"${k}":${v}`).join(",")}}`);
   const json = (text: string): Body => ({ contentType: "application/json", bytes: text });
+  // A valid body with one member replaced or added: the hostile value gets past validation.
+  const members = valid ? Object.entries(valid).map(([k, v]) => `"${k}":${JSON.stringify(v)}`) : [];
+  const mutated = fc
+    .tuple(key, fc.oneof(unstorable, hostileJson))
+    .map(([k, v]) => `{${[...members.filter((m) => !m.startsWith(`"${k}":`)), `"${k}":${v}`].join(",")}}`);
   return fc.oneof(
-    { weight: 6, arbitrary: object.map(json) },
+    { weight: valid ? 6 : 0, arbitrary: mutated.map(json) },
+    { weight: 4, arbitrary: object.map(json) },
     { weight: 1, arbitrary: hostileJson.map(json) },
     {
       weight: 2,
@@ -171,9 +214,10 @@ function hostileBody(fields: string[]): fc.Arbitrary<Body> {
 
 /** A path segment: B's id for that parameter, or something malformed. */
 function hostileSegment(name: string): fc.Arbitrary<string> {
-  const own = theirs[name] ? [fc.constant(theirs[name])] : [];
+  const own = theirs[name] ? [{ weight: 2, arbitrary: fc.constant(theirs[name]) }] : [];
   return fc.oneof(
     ...own,
+    { weight: 2, arbitrary: fc.constantFrom("%00", "%zz", "a%00b", "%ED%A0%80") },
     fc.constantFrom("%00", "%zz", "%E0%A4%A", "%ED%A0%80", "..", "%2e%2e%2f%2e%2e", "x".repeat(5_000), "agent_01jd2qg7y0000000000000000a", "sbx_01jd2qg7y0000000000000000a", "wh_zzzzzzzzzzzzzzzzzzzzzzzzzz", "0", "-1", "gpt-4o:generateContent", "openai%2Fgpt-4o-mini:generateContent", "%F0%9F%92%A9"),
     fc.string({ unit: "binary", maxLength: 20 }).map((s) => encodeURIComponent(s) || "x"),
   );
@@ -197,17 +241,20 @@ interface HostileRequest {
 function hostileRequest(op: Operation): fc.Arbitrary<HostileRequest> {
   const segments = op.params.filter((p) => p.in === "path").map((p) => hostileSegment(p.name).map((v) => [p.name, v] as const));
   const queries = fc.subarray(op.params.filter((p) => p.in === "query").map((p) => p.name).concat(["unknown", "__proto__"]));
-  const body = op.bodyFields ? fc.option(hostileBody(op.bodyFields), { freq: 8 }) : op.multipart ? fc.option(hostileBody(["file", "name"]), { freq: 2 }) : fc.constant(null);
+  const body = op.bodyFields ? fc.option(hostileBody(op.bodyFields, op.validBody), { freq: 8 }) : op.multipart ? fc.option(hostileBody(["file", "name"]), { freq: 2 }) : fc.constant(null);
   return fc
     .record({
       segments: fc.tuple(...segments),
       query: queries.chain((names) => fc.tuple(...names.map((n) => hostileQueryValue.map((v) => `${encodeURIComponent(n)}=${v}`)))),
       body,
       probe: fc.nat(PROBE_EVERY - 1).map((n) => n === 0),
+      wildcard: hostileSegment("*"),
     })
-    .map(({ segments, query, body, probe }) => {
+    .map(({ segments, query, body, probe, wildcard }) => {
       let path = op.path;
       for (const [name, value] of segments) path = path.replace(`{${name}}`, value);
+      // A wildcard route (`/v1/models/*`) takes any segment: a malformed one.
+      path = path.replace("*", wildcard);
       const bytes = body?.bytes;
       const isDeep = typeof bytes === "string" && bytes.includes("[".repeat(129));
       const url = query.length ? `${path}?${query.join("&")}` : path;
