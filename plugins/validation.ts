@@ -1,6 +1,6 @@
 import { Kind, type TSchema } from "@sinclair/typebox";
 import { TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
-import { GetErrorFunction, type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
+import { Errors, GetErrorFunction, type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 
 /**
  * Validation errors that cost about what the validation did, whatever the body.
@@ -164,20 +164,9 @@ function here(schema: TSchema, refs: TSchema[], value: unknown, path: string): V
   }
 }
 
-const scalarChecks = new WeakMap<object, TypeCheck<TSchema>>();
-
 /** TypeBox's first error for a scalar value: its generator has nothing to walk. */
 function scalarFirst(schema: TSchema, refs: TSchema[], value: unknown): ValueError | undefined {
-  let check = scalarChecks.get(schema) ?? compiled.get(schema);
-  if (!check) scalarChecks.set(schema, (check = TypeCompiler.Compile(schema, refs)));
-  for (const e of errorsOf(check, value)) return e;
-  return undefined;
-}
-
-/** The original (unpatched) iterator: what installFastFirstError wraps. */
-function errorsOf(check: TypeCheck<TSchema>, value: unknown): Iterable<ValueError> {
-  const it = check.Errors(value);
-  return { [Symbol.iterator]: () => it[Symbol.iterator]() };
+  return Errors(schema, refs, value).First();
 }
 
 function made(type: ValueErrorType, schema: TSchema, path: string, value: unknown): ValueError {
