@@ -124,8 +124,10 @@ function inside(schema: TSchema, refs: TSchema[], value: unknown, path: string):
       return undefined;
     }
     case "Union": {
-      // Descend only when one variant has the value's JSON type (`X | null`, a string or
-      // an object...); otherwise the union itself is the error.
+      // A union with its author's own message is the error itself (as in TypeBox's walk).
+      // Otherwise descend when one variant has the value's JSON type (`X | null`, a string
+      // or an object...), to name the field that is wrong; else the union is the error.
+      if (typeof s.error === "string" && s.error !== FROM_VALUE_ERROR) return undefined;
       const fits = (s.anyOf as TSchema[]).filter((v) => sameJsonType(deref(v, refs), value));
       return fits.length === 1 ? firstError(fits[0], refs, value, path) : undefined;
     }
