@@ -83,11 +83,11 @@ function collect(proc: Subprocess<"ignore", "pipe", "pipe">): () => string {
 }
 
 /** The service as a real process with the defaults a self-hoster gets (embedded database, first key bootstrapped). */
-async function startService(upstream: string) {
+async function startService(upstream: string, from = root) {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
   const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
-    cwd: root,
+    cwd: from,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1` },
     stdin: "ignore",
     stdout: "pipe",
@@ -216,8 +216,13 @@ export async function run() {
   // show how much of the service's figures that setting alone would give any Bun server.
   const proxyKept = await startChild(children, { MODE: "proxy", UPSTREAM: upstream.url, MIMALLOC_PURGE_DELAY: "-1" });
   const service = await startService(upstream.url);
+  // An A/B of two versions of the service: BENCH_COMPARE_ROOT is another checkout (with its
+  // node_modules), measured as one more target, interleaved with this one.
+  const compareRoot = process.env.BENCH_COMPARE_ROOT;
+  const baseline = compareRoot ? await startService(upstream.url, compareRoot) : undefined;
   const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
-  for (const runtime of ["node", "bun"] as const) {
+  // BENCH_PEERS=0 leaves the peer gateways out (a shorter run, e.g. for an A/B).
+  for (const runtime of process.env.BENCH_PEERS === "0" ? [] : (["node", "bun"] as const)) {
     const name = runtime === "node" ? `Portkey gateway 1.15 (Node ${nodeVersion()})` : "Portkey gateway 1.15 (on Bun)";
     try {
       portkeys.push({ name, gw: await startPortkey(runtime) });
@@ -233,6 +238,7 @@ export async function run() {
       { name: "minimal Bun proxy (10 lines)", url: proxy.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxy.proc.pid },
       { name: "minimal Bun proxy, MIMALLOC_PURGE_DELAY=-1", url: proxyKept.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxyKept.proc.pid },
       { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` }, pid: service.pid },
+      ...(baseline ? [{ name: `this service, baseline (${compareRoot})`, url: baseline.url + path, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid }] : []),
     ];
     const notes: string[] = [];
     for (const p of portkeys) {
@@ -318,6 +324,7 @@ export async function run() {
     rmSync(dir, { recursive: true, force: true });
     for (const p of portkeys) await p.gw?.stop();
     await service.stop();
+    await baseline?.stop();
     await proxy.stop();
     await proxyKept.stop();
     await upstream.stop();

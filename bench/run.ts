@@ -5,6 +5,7 @@ export {};
 const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   foundation: () => import("./foundation"),
   gateway: () => import("./gateway"),
+  limits: () => import("./limits"),
   metering: () => import("./metering"),
   events: () => import("./events"),
   sandboxes: () => import("./sandboxes"),

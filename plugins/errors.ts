@@ -1,3 +1,5 @@
+import { FROM_VALUE_ERROR } from "./validation";
+
 /**
  * The one place that knows the error shapes of every endpoint family (spec: Errors).
  * Code anywhere throws `ApiError(status, message)`; the family of the route that was
@@ -156,21 +158,31 @@ export function toApiError(error: unknown, code?: string | number): ApiError {
   return new ApiError(500, "internal server error");
 }
 
-/** A one-line message naming the failing field, from Elysia's ValidationError. */
+const MAX_MESSAGE_CHARS = 300;
+
+/**
+ * A one-line message naming the failing field, from Elysia's ValidationError: its first
+ * error only (`all` would walk the whole value), clipped so it stays short whatever the
+ * field names were.
+ */
 function validationMessage(error: unknown): string {
   const v = error as {
-    all?: { path?: string; message?: string; schema?: { error?: unknown } }[];
     type?: string;
     valueError?: { path?: string; message?: string; schema?: { error?: unknown } };
   };
-  const first = v.valueError ?? v.all?.[0];
+  const first = v.valueError;
   if (!first) return "invalid request";
   // A schema may carry its own user-facing message (e.g. "max_tokens is required").
   const custom = first.schema?.error;
-  if (typeof custom === "string") return custom;
+  if (typeof custom === "string" && custom !== FROM_VALUE_ERROR) return clipMessage(custom);
   const where = v.type === "query" ? "query parameter" : v.type === "params" ? "path parameter" : "field";
   const path = (first.path ?? "").replace(/^\//, "").replace(/\//g, ".");
-  return path ? `invalid ${where} '${path}': ${lowerFirst(first.message ?? "invalid value")}` : `invalid request ${v.type ?? "body"}: ${lowerFirst(first.message ?? "invalid value")}`;
+  const reason = lowerFirst(first.message ?? "invalid value");
+  return clipMessage(path ? `invalid ${where} '${clipMessage(path, 200)}': ${reason}` : `invalid request ${v.type ?? "body"}: ${reason}`);
+}
+
+function clipMessage(s: string, max = MAX_MESSAGE_CHARS): string {
+  return s.length > max ? s.slice(0, max) + "..." : s;
 }
 
 function lowerFirst(s: string): string {

@@ -31,6 +31,11 @@ export interface Surface {
   /** Also accepts multipart/form-data bodies (file uploads), under the same size limit as JSON. */
   multipart?: boolean;
   /**
+   * Bodies are forwarded upstream as the client sent them and not stored (the model
+   * protocols): strings the database could not store (NUL, lone surrogates) are let through.
+   */
+  passThrough?: boolean;
+  /**
    * Narrows the surface to paths under `prefix` that also match this pattern; such
    * surfaces are consulted first. Lets two protocols share a prefix, e.g. the
    * generative-vendor `/v1/models/{model}:generateContent` beside the `/v1/models` listing.

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { bodyParser, corePlugin } from "../plugins/core";
+import { boundValidationErrors, installFastFirstError } from "../plugins/validation";
 import type { Surface } from "../plugins/surfaces";
 import { eventsModule } from "./events/routes";
 import { gatewayModule } from "./gateway";
@@ -68,6 +69,9 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
     app = app.use(takesBodies ? new Elysia().use(bodyParser(s.config.bodyLimitBytes)).use(routes) : routes) as unknown as typeof app;
   }
+  // Validation errors cost about what the validation did, whatever the body (plugins/validation.ts).
+  installFastFirstError();
+  for (const route of app.routes) for (const schema of Object.values(route.hooks ?? {})) boundValidationErrors(schema);
   return app.use(openapiRoutes(() => app));
 }
 

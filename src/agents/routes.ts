@@ -15,6 +15,10 @@ import { sessionStream } from "./stream";
 
 // Resource APIs (spec: Authentication): `Authorization: Bearer` only - which is also what
 // the official SDK sends for its `apiKey`. Agent error family, scope `agents`.
+const ENVIRONMENT_NAME_ERROR = "name must be a non-empty string of at most 256 characters";
+/** One definition for create and update, so an update cannot store what a create refuses. */
+const EnvironmentName = t.String({ minLength: 1, maxLength: 256, error: ENVIRONMENT_NAME_ERROR });
+
 export const agentSurfaces: Surface[] = ["/v1/agents", "/v1/environments", "/v1/sessions"].map((prefix) => ({ prefix, family: "agent", credentials: "bearer", scope: "agents" }));
 
 const ErrorSchema = t.Object({ error: t.Object({ type: t.String(), message: t.String() }) });
@@ -118,7 +122,7 @@ export function agentRoutes(s: Services) {
     .post("/v1/environments", async ({ auth, body }) => environmentJson(await environments.create(auth.organizationId, body)), {
       body: t.Object(
         {
-          name: t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" }),
+          name: EnvironmentName,
           description: t.Optional(t.Union([t.String(), t.Null()])),
           config: t.Optional(t.Union([t.Object({ type: t.String() }, { additionalProperties: true }), t.Null()], { error: "config must be an object with type 'cloud'" })),
           metadata: t.Optional(Metadata),
@@ -141,7 +145,7 @@ export function agentRoutes(s: Services) {
       detail: { tags: ["environments"], summary: "Get an environment" },
     })
     .post("/v1/environments/:environment_id", async ({ auth, params, body }) => environmentJson(await environments.update(auth.organizationId, params.environment_id, body as any)), {
-      body: t.Object({ name: t.Optional(t.Union([t.String({ minLength: 1 }), t.Null()])), description: t.Optional(t.Union([t.String(), t.Null()])), config: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])), metadata: t.Optional(MetadataPatch) }, { additionalProperties: true }),
+      body: t.Object({ name: t.Optional(t.Union([EnvironmentName, t.Null()], { error: ENVIRONMENT_NAME_ERROR })), description: t.Optional(t.Union([t.String(), t.Null()])), config: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])), metadata: t.Optional(MetadataPatch) }, { additionalProperties: true }),
       detail: { tags: ["environments"], summary: "Update an environment", description: "Running sessions keep using the sandbox they have." },
     })
     .post("/v1/environments/:environment_id/archive", async ({ auth, params }) => environmentJson(await environments.archive(auth.organizationId, params.environment_id)), {

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import { ApiError } from "../../plugins/errors";
 import type { Db } from "../db/client";
-import { newId } from "../ids";
+import { isWellFormedId, newId } from "../ids";
 import { checkTarget, EgressRefused, type EgressPolicy } from "../egress";
 import { EVENT_KINDS, isResourceType, RESOURCE_TYPES, resourceTypeOfKind } from "./kinds";
 import type { ResourceType } from "./record";
@@ -101,6 +101,8 @@ export class WebhookRepository {
 
   /** 404 for another organization's webhook too: existence is not revealed across organizations. */
   async get(organizationId: string, id: string): Promise<WebhookRow> {
+    // Checked by form before any query: a client-chosen id never reaches the database.
+    if (!isWellFormedId(id, "wh_")) throw new ApiError(404, "webhook not found");
     const [row] = await this.db
       .select()
       .from(webhooks)
@@ -140,6 +142,7 @@ export class WebhookRepository {
   }
 
   async remove(organizationId: string, id: string): Promise<void> {
+    if (!isWellFormedId(id, "wh_")) throw new ApiError(404, "webhook not found");
     const deleted = await this.db
       .delete(webhooks)
       .where(and(eq(webhooks.id, id), eq(webhooks.organizationId, organizationId)))

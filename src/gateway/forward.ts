@@ -90,6 +90,9 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       clearTimeout(timer);
       call.request.signal.removeEventListener("abort", onClientGone);
     };
+    // Set once the upstream has answered: a failure of ours before that (building the
+    // body, an invalid header) is about this request, after it about this service.
+    let answered = false;
     try {
       const res = await c.upstream.send({
         protocol: call.protocol,
@@ -100,6 +103,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         signal: ac.signal,
         interactionId: call.interactionId,
       });
+      answered = true;
       if (retryable(res.status)) {
         const detail = await res.text().catch(() => "");
         settle();
@@ -182,6 +186,16 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         record(499);
         throw new ApiError(499, "client closed the request");
       }
+      // Only the upstream's own failures (no connection, a timeout, an answer cut off)
+      // count against its health and move on to the next candidate.
+      // Threat: one tenant's body that breaks our serialisation (a stack overflow on a
+      // deeply nested value) was counted as the provider failing, and a few of them put
+      // the model in cool-down for every organization.
+      if (!timedOut && !isNetworkError(e)) {
+        if (answered) throw e;
+        record(400);
+        throw new ApiError(400, `the request could not be sent to provider ${c.provider}: ${clip((e as Error)?.message ?? String(e))}`);
+      }
       // A pooled keep-alive connection the upstream had already closed: the request never
       // reached it, so it goes once more to the same candidate on a fresh connection
       // (not counted as the candidate failing).
@@ -206,6 +220,11 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
 /** A stream that ended before its first byte: the next candidate may still answer. */
 function endedEarly(c: Candidate): { status: number; message: string } {
   return { status: 502, message: `provider ${c.provider} ended its stream before any content` };
+}
+
+/** Bun's fetch rejects with a system error code (ECONNREFUSED, ECONNRESET, ENOTFOUND...) when the network fails. */
+function isNetworkError(e: unknown): boolean {
+  return typeof (e as { code?: unknown } | null)?.code === "string";
 }
 
 /** Bun's fetch reports a reused connection closed under it as ECONNRESET. */

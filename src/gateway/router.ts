@@ -1,3 +1,4 @@
+import { unstorable } from "../../plugins/body";
 import { ApiError } from "../../plugins/errors";
 import { vendorProviderHint } from "./hints";
 import { ConfigError } from "../config";
@@ -77,6 +78,7 @@ export class Router {
 
   /** Candidates for one request, in the order to try them. Throws 400/404/503 ApiErrors. */
   candidates(model: string, protocol: Protocol, compat?: (c: Candidate) => string | undefined): Candidate[] {
+    checkModelName(model);
     return clipErrors(model, () => this.pick(model, protocol, compat));
   }
 
@@ -94,6 +96,7 @@ export class Router {
    * protocol request, keeping providers whose generation capability covers the type.
    */
   generationCandidates(model: string, type: GenerationType): Candidate[] {
+    checkModelName(model);
     return clipErrors(model, () => this.pick(model, `gen:${type}`, undefined, { label: `${type} generation`, native: (p) => !!p.provider.generation?.types.includes(type) }));
   }
 
@@ -192,6 +195,16 @@ function clipErrors<T>(model: string, fn: () => T): T {
     if (e instanceof ApiError && model.length > 200) throw new ApiError(e.status, e.message.replaceAll(model, model.slice(0, 200) + "..."));
     throw e;
   }
+}
+
+/**
+ * Threat: the public model name is stored with every usage row; a NUL or lone surrogate
+ * in it (sent through `<provider>/<model>`, which accepts any id) would make that insert
+ * fail in the database, for the whole batch of rows it is written with.
+ */
+function checkModelName(model: string): void {
+  const why = unstorable(model);
+  if (why) throw new ApiError(400, `the model name contains ${why}`);
 }
 
 /**

@@ -16,12 +16,12 @@ const GENERATE = /^\/v1(beta)?\/models\/[^/]+:(generateContent|streamGenerateCon
  * surfaces for rate limiting.
  */
 export const gatewaySurfaces: Surface[] = [
-  { prefix: "/v1/chat/completions", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402 },
-  { prefix: "/v1/responses", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402 },
-  { prefix: "/v1/messages", family: "messages", credentials: "messages", scope: "models", spendLimitStatus: 403 },
-  { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
+  { prefix: "/v1/chat/completions", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402, passThrough: true },
+  { prefix: "/v1/responses", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402, passThrough: true },
+  { prefix: "/v1/messages", family: "messages", credentials: "messages", scope: "models", spendLimitStatus: 403, passThrough: true },
+  { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
   // The generative-vendor SDK defaults to API version v1: the same handlers under /v1.
-  { prefix: "/v1/models", pattern: GENERATE, family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
+  { prefix: "/v1/models", pattern: GENERATE, family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
   { prefix: "/v1/interactions", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
   { prefix: "/v1/models", family: "chat", credentials: "bearer", scope: "models" },
   { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models" },

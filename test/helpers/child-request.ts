@@ -1,0 +1,31 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Sends one HTTP request from a separate process and resolves with its status and body.
+ * For measuring how responsive a service in this process stays while a large request is
+ * in flight: sent from here, writing the body would itself hold this process's event
+ * loop, and the measurement would see the client instead of the service.
+ */
+export async function requestFromChild(url: string, init: { method: string; headers: Record<string, string>; body?: string | Uint8Array }): Promise<{ status: number; text: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "child-request-"));
+  try {
+    const bodyFile = join(dir, "body");
+    if (init.body !== undefined) writeFileSync(bodyFile, init.body);
+    const script = join(dir, "send.ts");
+    writeFileSync(
+      script,
+      `const [url, method, headers, bodyFile] = process.argv.slice(2);
+const body = bodyFile ? new Uint8Array(await Bun.file(bodyFile).arrayBuffer()) : undefined;
+const res = await fetch(url, { method, headers: JSON.parse(headers), body });
+process.stdout.write(JSON.stringify({ status: res.status, text: await res.text() }));`,
+    );
+    const proc = Bun.spawn([process.execPath, script, url, init.method, JSON.stringify(init.headers), init.body === undefined ? "" : bodyFile], { stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`the request process failed (${code}): ${err}`);
+    return JSON.parse(out);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
