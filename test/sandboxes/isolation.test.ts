@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestService, type TestService } from "../helpers/service";
@@ -58,6 +58,15 @@ test("host files outside the mounts cannot be read", async () => {
   // The data directory of the service does not exist in the sandbox at all.
   expect((await sh(id, `ls '${svc.dataDir}'`)).exitCode).not.toBe(0);
   expect((await sh(id, "ls /")).stdout.split("\n").filter(Boolean).sort()).toEqual(["bin", "dev", "etc", "home", "lib", "lib64", "proc", "sbin", "tmp", "usr"].filter((d) => d !== "lib64" || existsSync("/lib64")).sort());
+}, 30_000);
+
+test("running sandboxes leave DATA_DIR and their own directories owner-only (nothing made traversable for them)", async () => {
+  await sandbox();
+  // Threat: a host user walking into DATA_DIR (database files, secrets.key) because a
+  // sandbox needed a path into it. Sandboxes get their files through descriptors and mounts.
+  expect(statSync(svc.dataDir).mode & 0o777).toBe(0o700);
+  const root = join(svc.dataDir, "sandboxes");
+  for (const dir of [root, ...readdirSync(root).map((d) => join(root, d))]) expect((statSync(dir).mode & 0o077).toString(8)).toBe("0");
 }, 30_000);
 
 test("host processes are invisible and unreachable", async () => {

@@ -173,20 +173,24 @@ test("the cgroup is gone after a kill and after TTL expiry", async () => {
   expect((await api("DELETE", `/sandboxes/${killed}`)).status).toBe(204);
   expect(cg.exists(g1)).toBe(false);
   await waitUntil(async () => (await api("GET", `/sandboxes/${expiring}`)).body.status === "stopped", 15_000, "the reaper");
-  expect(cg.exists(g2)).toBe(false);
+  // The reaper commits `stopped` first and then destroys the sandbox (its cgroup with it).
+  await waitUntil(async () => !cg.exists(g2), 5_000, "the expired sandbox's cgroup to go");
 }, 40_000);
 
 test("an output flood costs the service nothing once the cap is reached", async () => {
   const id = await sandbox();
-  // The service in this process, idle, for comparison.
+  // The service in this process, idle, for comparison; first let the warm pool refill that
+  // the create set off (a sandbox start is the service's own work, not the flood's).
+  await Bun.sleep(1000);
   const idle = await cpuShare(1500);
   const r = await sh(id, "yes >/dev/null & (yes &); cat /dev/zero &");
   expect(r.exitCode).toBe(0);
   // Let the flood run (and the service react to it), then measure the service's own CPU time.
   await Bun.sleep(500);
   const share = await cpuShare(2000);
-  // Near idle (loose): reading the flood would take most of a core.
-  expect(share).toBeLessThan(idle + 0.1);
+  // Near idle (loose, as this process also runs the test and its database): reading the
+  // flood took about three quarters of a core before the service stopped reading at the cap.
+  expect(share).toBeLessThan(idle + 0.2);
   // The writers into the closed pipe are gone; the one writing to /dev/null may stay.
   const left = await sh(id, "ps -eo args= | grep -E '^(yes|cat)' | sort");
   expect(left.stdout).toBe("yes\n");
