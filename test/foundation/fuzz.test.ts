@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
 import fc from "fast-check";
 import { startUpstream, vendorEnv } from "../gateway/helpers";
-import { requestFromChild } from "../helpers/child-request";
+import { requestWithHealthProbe } from "../helpers/child-request";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 
 // Property-based fuzzing of every operation in the service's own /openapi.json: hostile
@@ -286,22 +286,9 @@ function send(op: Operation, r: HostileRequest): Promise<Response> {
  * /healthz answer while it was in flight.
  */
 async function sendProbed(op: Operation, r: HostileRequest): Promise<{ status: number; slowestHealthMs: number }> {
-  let answered = false;
   const headers: Record<string, string> = { authorization: `Bearer ${op.path.startsWith("/admin") ? ADMIN_TOKEN : keyA}` };
   if (r.body?.contentType) headers["content-type"] = r.body.contentType;
-  const pending = requestFromChild(svc.url + r.url, { method: op.method, headers, body: op.method === "GET" || op.method === "HEAD" ? undefined : r.body?.bytes }).finally(() => {
-    answered = true;
-  });
-  let slowest = 0;
-  do {
-    const started = performance.now();
-    const health = await svc.fetch("/healthz");
-    await health.arrayBuffer();
-    if (health.status !== 200) throw new Error(`/healthz answered ${health.status}`);
-    slowest = Math.max(slowest, performance.now() - started);
-    await Bun.sleep(5);
-  } while (!answered);
-  return { status: (await pending).status, slowestHealthMs: slowest };
+  return requestWithHealthProbe(svc.url, r.url, { method: op.method, headers, body: op.method === "GET" || op.method === "HEAD" ? undefined : r.body?.bytes });
 }
 
 async function check(op: Operation, r: HostileRequest): Promise<void> {

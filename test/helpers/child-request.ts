@@ -29,3 +29,29 @@ process.stdout.write(JSON.stringify({ status: res.status, text: await res.text()
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Sends a request from a separate process (see requestFromChild) and, until it is
+ * answered, asks the service's /healthz back to back: the request's answer and the
+ * slowest /healthz answer while it was in flight. A /healthz other than 200 throws.
+ */
+export async function requestWithHealthProbe(
+  serviceUrl: string,
+  path: string,
+  init: { method: string; headers: Record<string, string>; body?: string | Uint8Array },
+): Promise<{ status: number; text: string; slowestHealthMs: number }> {
+  let answered = false;
+  const pending = requestFromChild(serviceUrl + path, init).finally(() => {
+    answered = true;
+  });
+  let slowest = 0;
+  do {
+    const started = performance.now();
+    const health = await fetch(`${serviceUrl}/healthz`);
+    await health.arrayBuffer();
+    if (health.status !== 200) throw new Error(`/healthz answered ${health.status}`);
+    slowest = Math.max(slowest, performance.now() - started);
+    await Bun.sleep(5);
+  } while (!answered);
+  return { ...(await pending), slowestHealthMs: slowest };
+}
