@@ -5,7 +5,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Elysia } from "elysia";
-import { requestContext } from "../plugins/core";
+import { requestContext } from "../src/http/core";
 import { routeModules } from "../src/app";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";

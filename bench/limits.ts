@@ -1,12 +1,12 @@
-// Request limits benchmark: what the JSON nesting check (plugins/body.ts) costs next to the
+// Request limits benchmark: what the JSON nesting check (src/http/body.ts) costs next to the
 // JSON.parse every body gets anyway, for bodies the model gateway sees, and what a
 // validation error costs when the failing field sits at the end of a wide body (the
-// compiled first-error search of plugins/validation.ts against TypeBox's own walk).
+// compiled first-error search of src/http/validation.ts against TypeBox's own walk).
 // `npm run bench -- limits`. In-process timings (performance.now), median of rounds.
 import { t } from "elysia";
 import { Errors } from "@sinclair/typebox/errors";
-import { MAX_JSON_DEPTH, nestedDeeperThan } from "../plugins/body";
-import { firstError } from "../plugins/validation";
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "../src/http/body";
+import { firstError } from "../src/http/validation";
 import { fmt } from "./lib";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import { bodyParser, corePlugin } from "../plugins/core";
-import { boundValidationErrors, installFastFirstError } from "../plugins/validation";
-import type { Surface } from "../plugins/surfaces";
+import { bodyParser, corePlugin } from "./http/core";
+import { boundValidationErrors, installFastFirstError } from "./http/validation";
+import type { RouteModule } from "./http/route-module";
 import { eventsModule } from "./events/routes";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
@@ -18,17 +18,6 @@ import { meteringModule } from "./metering/module";
 import { openapiRoutes } from "./openapi";
 import { adminRoutes, adminSurface } from "./keys/admin-routes";
 import type { Services } from "./services";
-
-/** A domain's routes and the surface (error family, credentials, scope) they live on. */
-export interface RouteModule {
-  surfaces: Surface[];
-  routes: (s: Services) => Elysia<any, any, any, any, any, any, any>;
-  /**
-   * Background work of the domain (workers, reapers), started once the database is
-   * ready. The returned function runs at shutdown, before the database closes.
-   */
-  start?: (s: Services) => Promise<(() => Promise<void> | void) | void>;
-}
 
 /**
  * Every route module of the service. A new domain adds one line here; its routes
@@ -69,7 +58,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
     app = app.use(takesBodies ? new Elysia().use(bodyParser(s.config.bodyLimitBytes)).use(routes) : routes) as unknown as typeof app;
   }
-  // Validation errors cost about what the validation did, whatever the body (plugins/validation.ts).
+  // Validation errors cost about what the validation did, whatever the body (src/http/validation.ts).
   installFastFirstError();
   for (const route of app.routes) for (const schema of Object.values(route.hooks ?? {})) boundValidationErrors(schema);
   return app.use(openapiRoutes(() => app));

@@ -6,7 +6,7 @@
  * API (see keys/admin-client.ts): an embedded database has exactly one opener.
  */
 import { parseArgs } from "node:util";
-import { surfaceScopes } from "../plugins/surfaces";
+import { surfaceScopes } from "./http/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
 import { ConfigError, loadConfig } from "./config";
 import { DataDirLockedError } from "./db/data-dir";

@@ -1,4 +1,5 @@
-import { type App, createApp, type RouteModule, routeModules, startModules } from "./app";
+import { type App, createApp, routeModules, startModules } from "./app";
+import type { RouteModule } from "./http/route-module";
 import type { Database } from "./db/client";
 import { type Config, ConfigError } from "./config";
 import { removeAdminEndpoint, writeAdminEndpoint } from "./keys/local-admin";

@@ -1,6 +1,6 @@
 import { builtinPlugins } from "../providers";
-import type { AfterAuthHook } from "../plugins/core";
-import { SurfaceTable } from "../plugins/surfaces";
+import type { AfterAuthHook } from "./http/core";
+import { SurfaceTable } from "./http/surfaces";
 import { boolSetting, type Config, intSetting } from "./config";
 import { type Database, type Db, openDatabase } from "./db/client";
 import { AuthCache } from "./keys/auth-cache";

@@ -1,5 +1,5 @@
 import { and, desc, eq, gt, isNull, lt, max, sql } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
 import { resolveSkillRefs } from "../skills/references";

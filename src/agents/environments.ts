@@ -1,5 +1,5 @@
 import { and, desc, eq, isNull, lt } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
 import { iso, mergeMetadata, type Page, pageOf } from "./page";

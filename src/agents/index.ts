@@ -1,4 +1,4 @@
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { skillSessionHooks } from "../skills";
 import { agentRoutes, agentSurfaces } from "./routes";
 import { runtimeOf } from "./runtime";

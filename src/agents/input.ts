@@ -1,5 +1,5 @@
 import { and, eq, inArray } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Services } from "../services";
 import { appendInTx, busOf, type NewSessionEvent } from "./log";
 import { RESULT_REF } from "./model";

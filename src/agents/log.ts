@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { type Db, rowsOf } from "../db/client";
 import { outboxOf } from "../events/record";
 import { newId } from "../ids";

@@ -1,5 +1,5 @@
-import { ApiError } from "../../plugins/errors";
-import { AUTH_MESSAGES } from "../../plugins/auth";
+import { ApiError } from "../http/errors";
+import { AUTH_MESSAGES } from "../http/auth";
 import { callGateway, type JsonProtocol, protocolsOf } from "../gateway/call";
 import type { KeyRecord } from "../keys/keys";
 import type { Services } from "../services";

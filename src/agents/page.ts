@@ -1,4 +1,4 @@
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { isWellFormedId } from "../ids";
 
 /** SDK list shape (PageCursor): `data` plus an opaque `next_page` cursor, null on the last page. */

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
-import { requestContext } from "../../plugins/core";
-import { ApiError } from "../../plugins/errors";
-import type { Surface } from "../../plugins/surfaces";
+import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
+import type { Surface } from "../http/surfaces";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { AgentRepository, agentJson } from "./agents";
@@ -10,7 +10,7 @@ import { eventJson, listEvents } from "./log";
 import { sendUserEvents, startSession, userEvent } from "./input";
 import { arrayParam, dateParam, idCursor, limitOf, MAX_LIMIT } from "./page";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
-import { SSE_HEADERS } from "../../plugins/sse";
+import { SSE_HEADERS } from "../http/sse";
 import { sessionStream } from "./stream";
 
 // Resource APIs (spec: Authentication): `Authorization: Bearer` only - which is also what

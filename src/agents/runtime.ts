@@ -1,5 +1,5 @@
 import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { egressPolicyFromEnv } from "../egress";
 import { type KeyRecord, NotFoundError } from "../keys/keys";
 import { sandboxServiceOf } from "../sandboxes";

@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, isNull, lt, type SQL } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
 import type { AgentRepository } from "./agents";

@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import { eq } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import type { EnvironmentConfig } from "./environments";

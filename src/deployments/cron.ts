@@ -1,5 +1,5 @@
 import { Cron } from "croner";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 
 /** How many upcoming fire times a deployment shows (SDK: "up to 5"). */
 export const UPCOMING_RUNS = 5;

@@ -1,5 +1,5 @@
 import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { AgentRepository } from "../agents/agents";
 import type { EnvironmentRepository } from "../agents/environments";
 import { userEvent } from "../agents/input";

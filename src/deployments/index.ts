@@ -1,4 +1,4 @@
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { deploymentRoutes, deploymentSurfaces } from "./routes";
 import { schedulerOf } from "./scheduler";
 

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
-import { requestContext } from "../../plugins/core";
-import { ApiError } from "../../plugins/errors";
-import type { Surface } from "../../plugins/surfaces";
+import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
+import type { Surface } from "../http/surfaces";
 import { AgentRepository } from "../agents/agents";
 import { EnvironmentRepository } from "../agents/environments";
 import { dateParam, idCursor, limitOf, MAX_LIMIT } from "../agents/page";

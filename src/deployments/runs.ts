@@ -1,5 +1,5 @@
 import { and, desc, eq, gt, gte, isNotNull, isNull, lt, lte } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { AgentRepository } from "../agents/agents";
 import { EnvironmentRepository } from "../agents/environments";
 import { startSession } from "../agents/input";

@@ -1,5 +1,5 @@
 import { and, desc, eq, lt } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { AgentRepository } from "../agents/agents";
 import type { EnvironmentRepository } from "../agents/environments";
 import { mergeMetadata, type Page, pageOf } from "../agents/page";

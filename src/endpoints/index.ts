@@ -1,4 +1,4 @@
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { endpointRoutes, endpointSurfaces } from "./routes";
 
 /** Endpoints: an agent exposed over REST, each run a session of it (no background work of its own). */

@@ -1,9 +1,9 @@
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { CONTENT_TYPES, sendUserEvents, startSession } from "../agents/input";
 import { busOf, eventJson, eventsAfter } from "../agents/log";
 import type { SessionEventRow, SessionRow } from "../agents/schema";
 import type { SessionRepository } from "../agents/sessions";
-import { SSE_HEADERS } from "../../plugins/sse";
+import { SSE_HEADERS } from "../http/sse";
 import { sessionStream } from "../agents/stream";
 import { checkedUserEvent } from "../deployments/deployments";
 import type { Services } from "../services";

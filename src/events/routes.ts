@@ -1,8 +1,8 @@
 import { Elysia, t } from "elysia";
-import { requestContext } from "../../plugins/core";
-import { ApiError } from "../../plugins/errors";
-import type { Surface } from "../../plugins/surfaces";
-import type { RouteModule } from "../app";
+import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
+import type { Surface } from "../http/surfaces";
+import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
 import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";

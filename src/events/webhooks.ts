@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, lt } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
 import { checkTarget, EgressRefused, type EgressPolicy } from "../egress";

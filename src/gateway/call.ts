@@ -1,5 +1,5 @@
-import { checkKey } from "../../plugins/auth";
-import type { Surface } from "../../plugins/surfaces";
+import { checkKey } from "../http/auth";
+import type { Surface } from "../http/surfaces";
 import { newId } from "../ids";
 import type { KeyRecord } from "../keys/keys";
 import type { Services } from "../services";

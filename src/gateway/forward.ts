@@ -1,6 +1,6 @@
-import type { AuthContext } from "../../plugins/auth";
-import { ApiError } from "../../plugins/errors";
-import { SSE_HEADERS } from "../../plugins/sse";
+import type { AuthContext } from "../http/auth";
+import { ApiError } from "../http/errors";
+import { SSE_HEADERS } from "../http/sse";
 import type { UsageMeter } from "../metering";
 import type { GatewayOptions } from "./config";
 import type { Protocol } from "./provider";

@@ -1,6 +1,6 @@
-import type { AuthContext } from "../../plugins/auth";
-import { rawBodies } from "../../plugins/body";
-import { ApiError } from "../../plugins/errors";
+import type { AuthContext } from "../http/auth";
+import { rawBodies } from "../http/body";
+import { ApiError } from "../http/errors";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
 import type { Services } from "../services";

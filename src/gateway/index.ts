@@ -1,4 +1,4 @@
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { gatewayFor } from "./gateway";
 import { NO_PROVIDER_HINT } from "./hints";
 import { gatewayRoutes, gatewaySurfaces } from "./routes";

@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Gateway, Incoming } from "./gateway";
 import { forward } from "./forward";
 import type { Candidate } from "./router";

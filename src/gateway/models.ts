@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { catalogFor } from "../catalog";
 import type { Services } from "../services";
 import type { Gateway } from "./gateway";

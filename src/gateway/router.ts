@@ -1,5 +1,5 @@
-import { unstorable } from "../../plugins/body";
-import { ApiError } from "../../plugins/errors";
+import { unstorable } from "../http/body";
+import { ApiError } from "../http/errors";
 import { vendorProviderHint } from "./hints";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";

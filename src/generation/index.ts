@@ -1,4 +1,4 @@
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { egressPolicyFromEnv } from "../egress";
 import { CallbackWorker } from "./callbacks";
 import { generationRoutes, generationSurfaces } from "./routes";

@@ -1,8 +1,8 @@
 import { and, desc, eq, gte, isNull, lt } from "drizzle-orm";
 import { Elysia, t } from "elysia";
-import { requestContext } from "../../plugins/core";
-import { ApiError } from "../../plugins/errors";
-import type { Surface } from "../../plugins/surfaces";
+import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
+import type { Surface } from "../http/surfaces";
 import { checkTarget, EgressRefused, egressPolicyFromEnv } from "../egress";
 import { gatewayFor } from "../gateway/gateway";
 import { isWellFormedId } from "../ids";

@@ -5,8 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { AUTH_MESSAGES, type AuthContext } from "../../plugins/auth";
-import { ApiError } from "../../plugins/errors";
+import { AUTH_MESSAGES, type AuthContext } from "../http/auth";
+import { ApiError } from "../http/errors";
 import { catalogFor } from "../catalog";
 import { rowsOf } from "../db/client";
 import { recordEvent } from "../events/record";

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
-import { ApiError } from "../../plugins/errors";
-import type { Surface } from "../../plugins/surfaces";
+import { ApiError } from "../http/errors";
+import type { Surface } from "../http/surfaces";
 import type { Services } from "../services";
 import { ConflictError, type KeyRecord, NotFoundError, type Organization, scopesProblem } from "./keys";
 

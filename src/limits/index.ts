@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import { ApiError } from "../../plugins/errors";
-import type { RouteModule } from "../app";
+import { ApiError } from "../http/errors";
+import type { RouteModule } from "../http/route-module";
 import { intSetting } from "../config";
 import type { Services } from "../services";
 import { RedisRateLimiter } from "./redis";

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "./index";
 

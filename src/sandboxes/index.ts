@@ -1,4 +1,4 @@
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import type { Services } from "../services";
 import type { SandboxBackend } from "./backend";
 import { sandboxRoutes, sandboxSurface } from "./routes";

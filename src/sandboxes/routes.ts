@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
-import { requestContext } from "../../plugins/core";
-import { ApiError } from "../../plugins/errors";
-import type { Surface } from "../../plugins/surfaces";
+import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
+import type { Surface } from "../http/surfaces";
 import type { Services } from "../services";
 import { type SandboxService, sandboxJson, STATUSES } from "./service";
 

@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
 import { isWellFormedId, newId } from "../ids";

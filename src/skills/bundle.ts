@@ -1,4 +1,4 @@
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { FrontMatterError, parseFrontMatter } from "./frontmatter";
 import { looksLikeZip, readZip, ZipError } from "./zip";
 

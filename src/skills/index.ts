@@ -1,5 +1,5 @@
 import type { SessionHooks } from "../agents/hooks";
-import type { RouteModule } from "../app";
+import type { RouteModule } from "../http/route-module";
 import { skillRoutes, skillsSurface } from "./routes";
 import { skillRunEvents } from "./runs";
 import { installSkills, systemWithSkills } from "./sandbox";

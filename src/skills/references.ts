@@ -1,5 +1,5 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { agentVersions, type SkillRef } from "../agents/schema";
 import type { Db } from "../db/client";
 import { isWellFormedId } from "../ids";

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, lt } from "drizzle-orm";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../http/errors";
 import { type Page, pageOf } from "../agents/page";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Elysia } from "elysia";
-import { corePlugin, requestContext } from "../../plugins/core";
-import { SurfaceTable } from "../../plugins/surfaces";
+import { corePlugin, requestContext } from "../../src/http/core";
+import { SurfaceTable } from "../../src/http/surfaces";
 import { routeModules } from "../../src/app";
 import { createLogger } from "../../src/log";
 import { startTestService, type TestService } from "../helpers/service";
 
 // The cross-cutting layer must not make a synchronous route asynchronous: Elysia
 // compiles the whole request path as async when a request hook looks async or hands
-// its context to a function (plugins/core.ts). A regression here costs every request
+// its context to a function (src/http/core.ts). A regression here costs every request
 // a promise, an await and a copy of its headers, cookies and query.
 const noop = {
   surfaces: [{ prefix: "/noop", family: "flat" as const, credentials: "bearer" as const }],

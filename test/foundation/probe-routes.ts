@@ -1,9 +1,9 @@
 import { Elysia, t } from "elysia";
-import type { RouteModule } from "../../src/app";
+import type { RouteModule } from "../../src/http/route-module";
 import { routeModules } from "../../src/app";
-import { requestContext } from "../../plugins/core";
-import type { ErrorFamily } from "../../plugins/errors";
-import type { CredentialStyle, Surface } from "../../plugins/surfaces";
+import { requestContext } from "../../src/http/core";
+import type { ErrorFamily } from "../../src/http/errors";
+import type { CredentialStyle, Surface } from "../../src/http/surfaces";
 
 /**
  * One probe surface per error family and credential style, mounted next to the real

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
 import OpenAI from "openai";
-import { MAX_JSON_DEPTH } from "../../plugins/body";
-import { ApiError } from "../../plugins/errors";
+import { MAX_JSON_DEPTH } from "../../src/http/body";
+import { ApiError } from "../../src/http/errors";
 import { WebhookRepository } from "../../src/events/webhooks";
 import { gatewayFor } from "../../src/gateway/gateway";
 import { forward } from "../../src/gateway/forward";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Errors } from "@sinclair/typebox/errors";
 import { t } from "elysia";
-import { firstError } from "../../plugins/validation";
+import { firstError } from "../../src/http/validation";
 
 // The first validation error found with compiled checks must be the one TypeBox's own
 // walk reports first: same place, same reason (the client sees both in the message).

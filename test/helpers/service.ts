@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { RouteModule } from "../../src/app";
+import type { RouteModule } from "../../src/http/route-module";
 import { loadConfig } from "../../src/config";
 import { keyJson } from "../../src/keys/admin-routes";
 import type { NewKey } from "../../src/keys/keys";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
-import { surfaceScopes } from "../../plugins/surfaces";
+import { surfaceScopes } from "../../src/http/surfaces";
 import { routeModules } from "../../src/app";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 

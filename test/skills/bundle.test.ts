@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../plugins/errors";
+import { ApiError } from "../../src/http/errors";
 import { bundleFromUploads, checkPath, MAX_BUNDLE_BYTES } from "../../src/skills/bundle";
 import { parseFrontMatter } from "../../src/skills/frontmatter";
 import { simpleCommands, skillRunsIn } from "../../src/skills/runs";

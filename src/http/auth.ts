@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
-import type { AuthCache } from "../src/keys/auth-cache";
-import type { KeyRecord } from "../src/keys/keys";
+import type { AuthCache } from "../keys/auth-cache";
+import type { KeyRecord } from "../keys/keys";
 import { ApiError } from "./errors";
 import type { CredentialStyle, Surface } from "./surfaces";
 

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import type { AuthCache } from "../src/keys/auth-cache";
-import type { Logger } from "../src/log";
+import type { AuthCache } from "../keys/auth-cache";
+import type { Logger } from "../log";
 import { type AuthContext, authenticate, checkAdmin } from "./auth";
 import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } from "./body";
 import { ApiError, errorBody, errorResponse, toApiError } from "./errors";
