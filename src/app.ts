@@ -15,7 +15,7 @@ import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
-import { openapiRoutes } from "./openapi";
+import { openapiRoutes } from "./openapi/routes";
 import { adminRoutes, adminSurface } from "./keys/admin-routes";
 import type { Services } from "./services";
 
@@ -61,7 +61,9 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   // Validation errors cost about what the validation did, whatever the body (src/http/validation.ts).
   installFastFirstError();
   for (const route of app.routes) for (const schema of Object.values(route.hooks ?? {})) boundValidationErrors(schema);
-  return app.use(openapiRoutes(() => app));
+  const documentPaths = Object.assign({}, ...modules.map((m) => m.documentPaths ?? {}));
+  const publicUrl = s.config.env.PUBLIC_URL?.replace(/\/+$/, "") || undefined;
+  return app.use(openapiRoutes(() => ({ app, surfaces: s.surfaces, paths: documentPaths }), publicUrl));
 }
 
 export type App = ReturnType<typeof createApp>;

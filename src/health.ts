@@ -3,9 +3,9 @@ import type { Services } from "./services";
 
 /** Liveness (process up) and readiness (database answers) for orchestrators. */
 export function healthRoutes(s: Services) {
-  const detail = { tags: ["operations"] };
+  const detail = (operationId: string, summary: string) => ({ tags: ["operations"], operationId, summary });
   return new Elysia()
-    .get("/healthz", () => ({ status: "ok" as const }), { response: t.Object({ status: t.Literal("ok") }), detail })
+    .get("/healthz", () => ({ status: "ok" as const }), { response: t.Object({ status: t.Literal("ok") }), detail: detail("getHealth", "Liveness: the process is up") })
     .get(
       "/readyz",
       async ({ set }) => {
@@ -22,7 +22,7 @@ export function healthRoutes(s: Services) {
           200: t.Object({ status: t.Literal("ready"), database: t.String() }),
           503: t.Object({ status: t.Literal("unavailable"), database: t.String() }),
         },
-        detail,
+        detail: detail("getReadiness", "Readiness: the database answers (503 otherwise)"),
       },
     );
 }

@@ -24,6 +24,6 @@ export function homeRoutes() {
       ready: t.String(),
       models: t.String({ description: "Model list (needs an API key)" }),
     }),
-    detail: { tags: ["operations"], summary: "Service index", description: "Name, version and links to the API reference, the OpenAPI document and the health checks. No credentials." },
+    detail: { tags: ["operations"], operationId: "getServiceIndex", summary: "Service index", description: "Name, version and links to the API reference, the OpenAPI document and the health checks. No credentials." },
   });
 }

@@ -12,6 +12,8 @@ import { arrayParam, dateParam, idCursor, limitOf, MAX_LIMIT } from "./page";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
 import { SSE_HEADERS } from "../http/sse";
 import { sessionStream } from "./stream";
+import { responds, sse } from "../openapi/declare";
+import { AgentPage, AgentSchema, deleted, EnvironmentPage, EnvironmentSchema, SentEvents, SESSION_EVENTS, SessionEventPage, SessionPage, SessionSchema } from "./response-schemas";
 
 // Resource APIs (spec: Authentication): `Authorization: Bearer` only - which is also what
 // the official SDK sends for its `apiKey`. Agent error family, scope `agents`.
@@ -77,7 +79,7 @@ export function agentRoutes(s: Services) {
     .post("/v1/agents", async ({ auth, body }) => agentJson(await agents.create(auth.organizationId, body)), {
       body: t.Object({ ...AgentFields, metadata: t.Optional(Metadata) }, { additionalProperties: true }),
       response: { 401: ErrorSchema, 400: ErrorSchema },
-      detail: { tags: ["agents"], summary: "Create an agent (version 1)", description: "Toolset default policy: `always_allow`; MCP toolsets default to `always_ask`." },
+      detail: { tags: ["agents"], operationId: "createAgent", ...responds({ 200: AgentSchema }), summary: "Create an agent (version 1)", description: "Toolset default policy: `always_allow`; MCP toolsets default to `always_ask`." },
     })
     .get("/v1/agents", async ({ auth, query, request }) =>
       agents.list(auth.organizationId, {
@@ -88,12 +90,12 @@ export function agentRoutes(s: Services) {
         createdLte: dateParam(request, "created_at[lte]"),
       }), {
       query: t.Object({ limit: Limit, page: t.Optional(t.String()), include_archived: Bool }, { additionalProperties: true }),
-      detail: { tags: ["agents"], summary: "List agents (latest version of each), newest first", description: "`next_page` is the cursor for `page`; archived agents only with `include_archived=true`." },
+      detail: { tags: ["agents"], operationId: "listAgents", ...responds({ 200: AgentPage }), summary: "List agents (latest version of each), newest first", description: "`next_page` is the cursor for `page`; archived agents only with `include_archived=true`." },
     })
     .get("/v1/agents/:agent_id", async ({ auth, params, query }) => agentJson(await agents.get(auth.organizationId, params.agent_id, query.version)), {
       query: t.Object({ version: t.Optional(t.Integer({ minimum: 1, error: "version must be an integer of at least 1" })) }, { additionalProperties: true }),
       response: { ...errors },
-      detail: { tags: ["agents"], summary: "Get an agent", description: "`version` (integer >= 1) selects a historical version; omitted = latest. Unknown agent or version: 404 not_found." },
+      detail: { tags: ["agents"], operationId: "getAgent", ...responds({ 200: AgentSchema }, [404]), summary: "Get an agent", description: "`version` (integer >= 1) selects a historical version; omitted = latest. Unknown agent or version: 404 not_found." },
     })
     .post("/v1/agents/:agent_id", async ({ auth, params, body }) => agentJson(await agents.update(auth.organizationId, params.agent_id, body as any)), {
       body: t.Object(
@@ -108,16 +110,16 @@ export function agentRoutes(s: Services) {
       ),
       detail: {
         tags: ["agents"],
-        summary: "Update an agent (writes the next version)",
+        operationId: "updateAgent", ...responds({ 200: AgentSchema }, [404, 409]), summary: "Update an agent (writes the next version)",
         description: "Omitted fields are kept; `version`, when given, must be the latest version (409 conflict otherwise). Metadata keys set to null are removed.",
       },
     })
     .post("/v1/agents/:agent_id/archive", async ({ auth, params }) => agentJson(await agents.archive(auth.organizationId, params.agent_id)), {
-      detail: { tags: ["agents"], summary: "Archive an agent", description: "Archived agents are hidden from lists by default and cannot start sessions; their versions stay readable." },
+      detail: { tags: ["agents"], operationId: "archiveAgent", ...responds({ 200: AgentSchema }, [404, 409]), summary: "Archive an agent", description: "Archived agents are hidden from lists by default and cannot start sessions; their versions stay readable." },
     })
     .get("/v1/agents/:agent_id/versions", async ({ auth, params, query }) => agents.versions(auth.organizationId, params.agent_id, { limit: limitOf(query.limit), page: query.page }), {
       query: t.Object({ limit: Limit, page: t.Optional(t.String()) }, { additionalProperties: true }),
-      detail: { tags: ["agents"], summary: "List the versions of an agent, newest first" },
+      detail: { tags: ["agents"], operationId: "listAgentVersions", ...responds({ 200: AgentPage }, [404]), summary: "List the versions of an agent, newest first" },
     })
     .post("/v1/environments", async ({ auth, body }) => environmentJson(await environments.create(auth.organizationId, body)), {
       body: t.Object(
@@ -131,7 +133,7 @@ export function agentRoutes(s: Services) {
       ),
       detail: {
         tags: ["environments"],
-        summary: "Create an environment",
+        operationId: "createEnvironment", ...responds({ 200: EnvironmentSchema }), summary: "Create an environment",
         description:
           "`config.template` (ours) picks the sandbox template, and so the backend, of sessions' sandboxes (default `base`). `config.packages` are installed when a session's sandbox starts. Networking defaults to none (`limited`, no hosts); the local backend has no network at all.",
       },
@@ -139,22 +141,22 @@ export function agentRoutes(s: Services) {
     .get("/v1/environments", async ({ auth, query }) =>
       environments.list(auth.organizationId, { limit: limitOf(query.limit), after: idCursor(query.page, "env_"), includeArchived: query.include_archived ?? false }), {
       query: t.Object({ limit: Limit, page: t.Optional(t.String()), include_archived: Bool }, { additionalProperties: true }),
-      detail: { tags: ["environments"], summary: "List environments, newest first" },
+      detail: { tags: ["environments"], operationId: "listEnvironments", ...responds({ 200: EnvironmentPage }), summary: "List environments, newest first" },
     })
     .get("/v1/environments/:environment_id", async ({ auth, params }) => environmentJson(await environments.get(auth.organizationId, params.environment_id)), {
-      detail: { tags: ["environments"], summary: "Get an environment" },
+      detail: { tags: ["environments"], operationId: "getEnvironment", ...responds({ 200: EnvironmentSchema }, [404]), summary: "Get an environment" },
     })
     .post("/v1/environments/:environment_id", async ({ auth, params, body }) => environmentJson(await environments.update(auth.organizationId, params.environment_id, body as any)), {
       body: t.Object({ name: t.Optional(t.Union([EnvironmentName, t.Null()], { error: ENVIRONMENT_NAME_ERROR })), description: t.Optional(t.Union([t.String(), t.Null()])), config: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])), metadata: t.Optional(MetadataPatch) }, { additionalProperties: true }),
-      detail: { tags: ["environments"], summary: "Update an environment", description: "Running sessions keep using the sandbox they have." },
+      detail: { tags: ["environments"], operationId: "updateEnvironment", ...responds({ 200: EnvironmentSchema }, [404, 409]), summary: "Update an environment", description: "Running sessions keep using the sandbox they have." },
     })
     .post("/v1/environments/:environment_id/archive", async ({ auth, params }) => environmentJson(await environments.archive(auth.organizationId, params.environment_id)), {
-      detail: { tags: ["environments"], summary: "Archive an environment", description: "Archived environments cannot start new sessions." },
+      detail: { tags: ["environments"], operationId: "archiveEnvironment", ...responds({ 200: EnvironmentSchema }, [404, 409]), summary: "Archive an environment", description: "Archived environments cannot start new sessions." },
     })
     .delete("/v1/environments/:environment_id", async ({ auth, params }) => {
       await environments.delete(auth.organizationId, params.environment_id);
       return { id: params.environment_id, type: "environment_deleted" };
-    }, { detail: { tags: ["environments"], summary: "Delete an environment" } })
+    }, { detail: { tags: ["environments"], operationId: "deleteEnvironment", ...responds({ 200: deleted("EnvironmentDeleted", "environment_deleted") }, [404, 409]), summary: "Delete an environment" } })
     .post(
       "/v1/sessions",
       async ({ auth, body }) => {
@@ -180,7 +182,7 @@ export function agentRoutes(s: Services) {
         ),
         detail: {
           tags: ["sessions"],
-          summary: "Create a session from an agent and an environment",
+          operationId: "createSession", ...responds({ 200: SessionSchema }, [404, 409, 502, 503]), summary: "Create a session from an agent and an environment",
           description: "Pins the agent's latest version (or `agent.version`). Model calls of the session are charged to the key that creates it.",
         },
       },
@@ -204,16 +206,16 @@ export function agentRoutes(s: Services) {
           { limit: Limit, page: t.Optional(t.String()), agent_id: t.Optional(t.String()), agent_version: t.Optional(t.Integer({ minimum: 1 })), include_archived: Bool },
           { additionalProperties: true },
         ),
-        detail: { tags: ["sessions"], summary: "List sessions, newest first", description: "Filters: `agent_id`, `agent_version`, `statuses[]`. `prev_page` is always null." },
+        detail: { tags: ["sessions"], operationId: "listSessions", ...responds({ 200: SessionPage }), summary: "List sessions, newest first", description: "Filters: `agent_id`, `agent_version`, `statuses[]`. `prev_page` is always null." },
       },
     )
-    .get("/v1/sessions/:session_id", ({ auth, params }) => sessions.get(auth.organizationId, params.session_id), { detail: { tags: ["sessions"], summary: "Get a session" } })
+    .get("/v1/sessions/:session_id", ({ auth, params }) => sessions.get(auth.organizationId, params.session_id), { detail: { tags: ["sessions"], operationId: "getSession", ...responds({ 200: SessionSchema }, [404]), summary: "Get a session" } })
     .post("/v1/sessions/:session_id", ({ auth, params, body }) => sessions.update(auth.organizationId, params.session_id, body as any), {
       body: t.Object({ title: t.Optional(t.Union([t.String({ maxLength: 512 }), t.Null()])), metadata: t.Optional(MetadataPatch) }, { additionalProperties: true }),
-      detail: { tags: ["sessions"], summary: "Update a session's title or metadata" },
+      detail: { tags: ["sessions"], operationId: "updateSession", ...responds({ 200: SessionSchema }, [404, 409]), summary: "Update a session's title or metadata" },
     })
     .post("/v1/sessions/:session_id/archive", ({ auth, params }) => sessions.archive(auth.organizationId, params.session_id), {
-      detail: { tags: ["sessions"], summary: "Archive a session", description: "409 while it is running (interrupt it first)." },
+      detail: { tags: ["sessions"], operationId: "archiveSession", ...responds({ 200: SessionSchema }, [404, 409]), summary: "Archive a session", description: "409 while it is running (interrupt it first)." },
     })
     .delete(
       "/v1/sessions/:session_id",
@@ -222,7 +224,7 @@ export function agentRoutes(s: Services) {
         if (row.sandboxId) await sandboxServiceOf(s).kill(row.organizationId, row.sandboxId).catch(() => {});
         return { id: row.id, type: "session_deleted" };
       },
-      { detail: { tags: ["sessions"], summary: "Delete a session, its events and its sandbox", description: "409 while it is running." } },
+      { detail: { tags: ["sessions"], operationId: "deleteSession", ...responds({ 200: deleted("SessionDeleted", "session_deleted") }, [404, 409]), summary: "Delete a session, its events and its sandbox", description: "409 while it is running." } },
     )
     .get(
       "/v1/sessions/:session_id/events",
@@ -232,7 +234,7 @@ export function agentRoutes(s: Services) {
       },
       {
         query: t.Object({ limit: Limit, page: t.Optional(t.String()), order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")], { error: "order must be asc or desc" })) }, { additionalProperties: true }),
-        detail: { tags: ["sessions"], summary: "List a session's persisted events", description: "Oldest first unless `order=desc`; `types[]` filters by event type." },
+        detail: { tags: ["sessions"], operationId: "listSessionEvents", ...responds({ 200: SessionEventPage }, [404]), summary: "List a session's persisted events", description: "Oldest first unless `order=desc`; `types[]` filters by event type." },
       },
     )
     .post(
@@ -248,7 +250,7 @@ export function agentRoutes(s: Services) {
         body: t.Object({ events: t.Array(t.Object({ type: t.String() }, { additionalProperties: true }), { minItems: 1, maxItems: 100, error: "events must be a non-empty array of events with a type" }) }),
         detail: {
           tags: ["sessions"],
-          summary: "Send events to a session",
+          operationId: "sendSessionEvents", ...responds({ 200: sse(SESSION_EVENTS, SentEvents) }, [404, 409]), summary: "Send events to a session",
           description:
             "Accepts user.message, user.interrupt, user.tool_confirmation and user.custom_tool_result; each is persisted (as `sevt_...`) before the answer. With `Accept: text/event-stream` the answer is an SSE stream of the session's events from the sent ones until the session goes idle.",
         },
@@ -263,7 +265,7 @@ export function agentRoutes(s: Services) {
       {
         detail: {
           tags: ["sessions"],
-          summary: "Stream a session's events (SSE)",
+          operationId: "streamSessionEvents", ...responds({ 200: sse(SESSION_EVENTS) }, [404]), summary: "Stream a session's events (SSE)",
           description: "Replays every persisted event, then follows new ones as they commit (`event: <type>`, `data: <event>`). Comment heartbeats every 15 s.",
         },
       },

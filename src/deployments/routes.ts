@@ -11,6 +11,8 @@ import { clockOf } from "./clock";
 import { DeploymentRepository, deploymentJson } from "./deployments";
 import { DeploymentRunRepository, runJson } from "./runs";
 import { schedulerOf } from "./scheduler";
+import { responds } from "../openapi/declare";
+import { DeploymentPage, DeploymentRunPage, DeploymentRunSchema, DeploymentSchema } from "../agents/response-schemas";
 
 // Resource APIs like the other agent resources: Bearer only, agent error family, scope `agents`.
 export const deploymentSurfaces: Surface[] = ["/v1/deployments", "/v1/deployment_runs"].map((prefix) => ({ prefix, family: "agent", credentials: "bearer", scope: "agents" }));
@@ -62,7 +64,7 @@ export function deploymentRoutes(s: Services) {
       response: { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema },
       detail: {
         tags: ["deployments"],
-        summary: "Create a deployment",
+        operationId: "createDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Create a deployment",
         description:
           "Binds a pinned agent version (an agent id string pins its latest version), an environment and 1-50 `user.message` initial events, with an optional cron `schedule` (5 POSIX fields + an IANA `timezone`). Scheduled runs are charged to the key that created (or last updated or unpaused) the deployment. `resources`, `vault_ids` and `budget` are not supported (400 unless empty).",
       },
@@ -97,12 +99,12 @@ export function deploymentRoutes(s: Services) {
           { additionalProperties: true },
         ),
         response: { 400: ErrorSchema, 401: ErrorSchema },
-        detail: { tags: ["deployments"], summary: "List deployments, newest first", description: "Filters: `agent_id`, `status`, `created_at[gte]`, `created_at[lte]`; archived ones only with `include_archived=true` (not combinable with `status`)." },
+        detail: { tags: ["deployments"], operationId: "listDeployments", ...responds({ 200: DeploymentPage }), summary: "List deployments, newest first", description: "Filters: `agent_id`, `status`, `created_at[gte]`, `created_at[lte]`; archived ones only with `include_archived=true` (not combinable with `status`)." },
       },
     )
     .get("/v1/deployments/:deployment_id", async ({ auth, params }) => json(await repo.get(auth.organizationId, params.deployment_id)), {
       response: { 401: ErrorSchema, 404: ErrorSchema },
-      detail: { tags: ["deployments"], summary: "Get a deployment", description: "`schedule.upcoming_runs_at` lists the next 5 due times (empty once archived)." },
+      detail: { tags: ["deployments"], operationId: "getDeployment", ...responds({ 200: DeploymentSchema }, [404]), summary: "Get a deployment", description: "`schedule.upcoming_runs_at` lists the next 5 due times (empty once archived)." },
     })
     .post("/v1/deployments/:deployment_id", async ({ auth, params, body }) => json(await repo.update(auth.organizationId, params.deployment_id, auth.key.id, body as any, now())), {
       body: t.Object(
@@ -121,22 +123,22 @@ export function deploymentRoutes(s: Services) {
       response: { ...errors },
       detail: {
         tags: ["deployments"],
-        summary: "Update a deployment",
+        operationId: "updateDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Update a deployment",
         description:
           "Omitted fields are kept. `agent` as a string re-pins the latest version. `initial_events` and `schedule` are replaced whole (`schedule: null` makes it manual-only); a new schedule counts from now. `metadata` is a patch (null deletes a key). Archived deployments: 409.",
       },
     })
     .post("/v1/deployments/:deployment_id/archive", async ({ auth, params }) => json(await repo.archive(auth.organizationId, params.deployment_id, now())), {
       response: { 401: ErrorSchema, 404: ErrorSchema },
-      detail: { tags: ["deployments"], summary: "Archive a deployment", description: "It never fires again and cannot be changed or run; it reports status `active` with `archived_at` set. Its runs stay readable." },
+      detail: { tags: ["deployments"], operationId: "archiveDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Archive a deployment", description: "It never fires again and cannot be changed or run; it reports status `active` with `archived_at` set. Its runs stay readable." },
     })
     .post("/v1/deployments/:deployment_id/pause", async ({ auth, params }) => json(await repo.pause(auth.organizationId, params.deployment_id, now())), {
       response: { 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-      detail: { tags: ["deployments"], summary: "Pause a deployment", description: "Scheduled runs stop (`paused_reason: {type: 'manual'}`); manual runs still work. Archived: 409." },
+      detail: { tags: ["deployments"], operationId: "pauseDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Pause a deployment", description: "Scheduled runs stop (`paused_reason: {type: 'manual'}`); manual runs still work. Archived: 409." },
     })
     .post("/v1/deployments/:deployment_id/unpause", async ({ auth, params }) => json(await repo.unpause(auth.organizationId, params.deployment_id, auth.key.id, now())), {
       response: { 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-      detail: { tags: ["deployments"], summary: "Unpause a deployment", description: "The schedule resumes from now: due times that passed while paused are not fired. Archived: 409." },
+      detail: { tags: ["deployments"], operationId: "unpauseDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Unpause a deployment", description: "The schedule resumes from now: due times that passed while paused are not fired. Archived: 409." },
     })
     .post(
       "/v1/deployments/:deployment_id/run",
@@ -150,7 +152,7 @@ export function deploymentRoutes(s: Services) {
         response: { 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail: {
           tags: ["deployments"],
-          summary: "Run a deployment now",
+          operationId: "runDeployment", ...responds({ 200: DeploymentRunSchema }, [404, 409]), summary: "Run a deployment now",
           description:
             "Records a DeploymentRun with `trigger_context.type: 'manual'`: a new session started with the initial events (charged to the calling key), or, when it cannot be created, the run's `error`. Allowed while paused; archived: 409.",
         },
@@ -184,13 +186,13 @@ export function deploymentRoutes(s: Services) {
         response: { 400: ErrorSchema, 401: ErrorSchema },
         detail: {
           tags: ["deployments"],
-          summary: "List deployment runs, newest first",
+          operationId: "listDeploymentRuns", ...responds({ 200: DeploymentRunPage }), summary: "List deployment runs, newest first",
           description: "Filters: `deployment_id` (unknown ids give an empty list), `has_error`, `trigger_type`, `created_at[gt|gte|lt|lte]`.",
         },
       },
     )
     .get("/v1/deployment_runs/:deployment_run_id", async ({ auth, params }) => runJson(await runs.get(auth.organizationId, params.deployment_run_id)), {
       response: { 401: ErrorSchema, 404: ErrorSchema },
-      detail: { tags: ["deployments"], summary: "Get a deployment run (`drun_...`)" },
+      detail: { tags: ["deployments"], operationId: "getDeploymentRun", ...responds({ 200: DeploymentRunSchema }, [404]), summary: "Get a deployment run (`drun_...`)" },
     });
 }

@@ -10,6 +10,8 @@ import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { ENDPOINT_PREFIX, EndpointRepository, endpointJson } from "./endpoints";
 import { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, runEndpoint } from "./run";
+import { named, responds, sse } from "../openapi/declare";
+import { deleted, EndpointPage, EndpointSchema } from "../agents/response-schemas";
 
 export const endpointSurfaces: Surface[] = [{ prefix: "/v1/endpoints", family: "agent", credentials: "bearer", scope: "agents" }];
 
@@ -21,7 +23,7 @@ const AgentParam = t.Union([t.String({ minLength: 1 }), t.Object({ type: t.Strin
 const Name = t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" });
 const Description = t.Optional(t.Union([t.String({ maxLength: 2048 }), t.Null()], { error: "description must be a string of at most 2048 characters" }));
 
-const RunResult = t.Object({
+const RunResult = named("EndpointRunResult", t.Object({
   type: t.Literal("endpoint_run"),
   session_id: t.String(),
   status: t.String({ description: "The session's status: idle or terminated once the turn ended, running while it runs (202)" }),
@@ -30,7 +32,7 @@ const RunResult = t.Object({
   error: t.Union([t.Object({ type: t.String(), message: t.String() }, { additionalProperties: true }), t.Null()], { description: "The turn's session.error, if it failed" }),
   usage: t.Union([t.Object({ input_tokens: t.Integer(), output_tokens: t.Integer() }), t.Null()], { description: "Model tokens of this turn; null while running" }),
   session_url: t.String({ description: "The session: poll it until idle, read its events at <session_url>/events" }),
-});
+}));
 
 const RUN_FIELDS = new Set(["input", "session_id", "stream", "wait_seconds"]);
 const ENDPOINT_FIELDS = new Set(["name", "description", "agent", "environment_id", "metadata"]);
@@ -67,18 +69,18 @@ export function endpointRoutes(s: Services) {
       response: { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema },
       detail: {
         tags: ["endpoints"],
-        summary: "Create an endpoint",
+        operationId: "createEndpoint", ...responds({ 200: EndpointSchema }, [404]), summary: "Create an endpoint",
         description: `Exposes an agent (pinned: an agent id string pins its latest version) and an environment over REST. Ids are \`${ENDPOINT_PREFIX}...\`. The agent and environment must belong to the caller's organization (404 otherwise) and not be archived.`,
       },
     })
     .get("/v1/endpoints", async ({ auth, query }) => repo.list(auth.organizationId, { limit: limitOf(query.limit), after: idCursor(query.page, ENDPOINT_PREFIX), agentId: query.agent_id }), {
       query: t.Object({ limit: Limit, page: t.Optional(t.String()), agent_id: t.Optional(t.String()) }, { additionalProperties: false }),
       response: { 400: ErrorSchema, 401: ErrorSchema },
-      detail: { tags: ["endpoints"], summary: "List endpoints, newest first", description: "`{data, next_page}`; pass `next_page` as `page`. Filter: `agent_id`." },
+      detail: { tags: ["endpoints"], operationId: "listEndpoints", ...responds({ 200: EndpointPage }), summary: "List endpoints, newest first", description: "`{data, next_page}`; pass `next_page` as `page`. Filter: `agent_id`." },
     })
     .get("/v1/endpoints/:endpoint_id", async ({ auth, params }) => endpointJson(await repo.get(auth.organizationId, params.endpoint_id)), {
       response: { 401: ErrorSchema, 404: ErrorSchema },
-      detail: { tags: ["endpoints"], summary: "Get an endpoint" },
+      detail: { tags: ["endpoints"], operationId: "getEndpoint", ...responds({ 200: EndpointSchema }, [404]), summary: "Get an endpoint" },
     })
     .post("/v1/endpoints/:endpoint_id", async ({ auth, params, body }) => endpointJson(await repo.update(auth.organizationId, params.endpoint_id, body)), {
       transform: ({ body }) => refuseUnknownFields(body, ENDPOINT_FIELDS),
@@ -93,7 +95,7 @@ export function endpointRoutes(s: Services) {
         { additionalProperties: false },
       ),
       response: { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema },
-      detail: { tags: ["endpoints"], summary: "Update an endpoint", description: "Omitted fields are kept; `agent` as a string re-pins the latest version; `metadata` is a patch. Sessions already started keep their agent version." },
+      detail: { tags: ["endpoints"], operationId: "updateEndpoint", ...responds({ 200: EndpointSchema }, [404]), summary: "Update an endpoint", description: "Omitted fields are kept; `agent` as a string re-pins the latest version; `metadata` is a patch. Sessions already started keep their agent version." },
     })
     .delete(
       "/v1/endpoints/:endpoint_id",
@@ -101,7 +103,7 @@ export function endpointRoutes(s: Services) {
         await repo.delete(auth.organizationId, params.endpoint_id);
         return { id: params.endpoint_id, type: "endpoint_deleted" as const };
       },
-      { response: { 401: ErrorSchema, 404: ErrorSchema }, detail: { tags: ["endpoints"], summary: "Delete an endpoint", description: "Sessions it started stay (they are ordinary sessions)." } },
+      { response: { 401: ErrorSchema, 404: ErrorSchema }, detail: { tags: ["endpoints"], operationId: "deleteEndpoint", ...responds({ 200: deleted("EndpointDeleted", "endpoint_deleted") }, [404]), summary: "Delete an endpoint", description: "Sessions it started stay (they are ordinary sessions)." } },
     )
     .post(
       "/v1/endpoints/:endpoint_id/run",
@@ -135,7 +137,7 @@ export function endpointRoutes(s: Services) {
         response: { 200: RunResult, 202: RunResult, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail: {
           tags: ["endpoints"],
-          summary: "Run an endpoint: start or continue a session",
+          operationId: "runEndpoint", ...responds({ 200: sse("`event:` is the session event type, `data:` the session event (with `stream: true`), until the session goes idle.", RunResult), 202: RunResult }, [404, 409, 502, 503]), summary: "Run an endpoint: start or continue a session",
           description: [
             "Without `session_id` a new session of the endpoint's agent and environment starts with `input` (charged to the calling key; its metadata holds `endpoint_id`). With `session_id` the input continues that session, which must run the endpoint's agent (400 otherwise, 404 if unknown) and be idle: a session whose turn is still running is 409.",
             "`input`: a string (one text message), an array of content blocks (one message), or an array of user events (`user.message`, and with `session_id` also `user.tool_confirmation` / `user.custom_tool_result`).",

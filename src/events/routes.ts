@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
+import { named, responds } from "../openapi/declare";
 import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
@@ -16,7 +17,9 @@ export const eventsSurface: Surface = { prefix: "/events", family: "flat", crede
 
 const ErrorSchema = t.Object({ error: t.String() });
 
-const EventSchema = t.Object(
+const EventSchema = named(
+  "Event",
+  t.Object(
   {
     id: t.String({ description: "`evt_...` (sandbox), `sevt_...` (session), composed id ending in the status (model); idempotency key" }),
     resourceType: t.String({ enum: ["sandbox", "session", "model"] }),
@@ -28,14 +31,15 @@ const EventSchema = t.Object(
     createdAt: t.String({ format: "date-time" }),
   },
   { description: "The event envelope, byte for byte what webhook receivers get" },
+  ),
 );
 
-const EventPageSchema = t.Object({
+const EventPageSchema = named("EventPage", t.Object({
   events: t.Array(EventSchema, { description: "Newest first" }),
   nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next (older) page; null on the last page" }),
-});
+}));
 
-const WebhookSchema = t.Object({
+const WebhookSchema = named("Webhook", t.Object({
   id: t.String({ description: "`wh_...`" }),
   name: t.String(),
   url: t.String(),
@@ -43,12 +47,12 @@ const WebhookSchema = t.Object({
   events: t.Array(t.String(), { description: "Subscribed kinds; empty = all current and future kinds of the resource type" }),
   enabled: t.Boolean(),
   createdAt: t.String({ format: "date-time" }),
-});
+}));
 
-const CreatedWebhookSchema = t.Composite([
+const CreatedWebhookSchema = named("CreatedWebhook", t.Composite([
   WebhookSchema,
   t.Object({ signatureSecret: t.String({ description: "`whsec_...`; returned only here, never again" }) }),
-]);
+]));
 
 const AttemptSchema = t.Object({
   attempt: t.Integer({ description: "1 for the first attempt" }),
@@ -60,7 +64,7 @@ const AttemptSchema = t.Object({
   worker: t.String({ description: "`host:pid` of the service process that made the attempt" }),
 });
 
-const DeliverySchema = t.Object({
+const DeliverySchema = named("WebhookDelivery", t.Object({
   id: t.String({ description: "`dlv_...`" }),
   eventId: t.String(),
   eventType: t.String(),
@@ -72,7 +76,7 @@ const DeliverySchema = t.Object({
   createdAt: t.String({ format: "date-time" }),
   finishedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
   attemptLog: t.Array(AttemptSchema, { description: "Finished attempts, oldest first (an attempt cut short by a process crash has no entry)" }),
-});
+}));
 
 const pageQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50, error: "limit must be an integer from 1 to 100", description: "Page size, 1-100 (default 50)" })),
@@ -112,12 +116,12 @@ export function eventsRoutes(s: Services) {
     .get("/sandboxes", ({ auth, query }) => listEvents(auth.organizationId, query), {
       query: pageQuery,
       response: { 200: EventPageSchema, 400: ErrorSchema },
-      detail: { tags, summary: "List sandbox lifecycle events of the organization", description: "Newest first, `limit` per page; follow `nextCursor` for older events." },
+      detail: { tags, operationId: "listSandboxEvents", summary: "List sandbox lifecycle events of the organization", description: "Newest first, `limit` per page; follow `nextCursor` for older events." },
     })
     .get("/sandboxes/:sandboxId", ({ auth, query, params }) => listEvents(auth.organizationId, query, params.sandboxId), {
       query: pageQuery,
       response: { 200: EventPageSchema, 400: ErrorSchema },
-      detail: { tags, summary: "List lifecycle events of one sandbox", description: "Newest first; an unknown sandbox id gives an empty list." },
+      detail: { tags, operationId: "listSandboxEventsOfSandbox", summary: "List lifecycle events of one sandbox", description: "Newest first; an unknown sandbox id gives an empty list." },
     })
     .post(
       "/webhooks",
@@ -140,7 +144,7 @@ export function eventsRoutes(s: Services) {
         response: { 201: CreatedWebhookSchema, 400: ErrorSchema },
         detail: {
           tags,
-          summary: "Register a webhook",
+          operationId: "createWebhook", summary: "Register a webhook",
           description:
             "`name` and `url` are required. The url must be https (http only to addresses in EGRESS_ALLOW_CIDRS) and resolve to public addresses. The response is the only one that ever contains `signatureSecret`.",
         },
@@ -148,11 +152,11 @@ export function eventsRoutes(s: Services) {
     )
     .get("/webhooks", async ({ auth }) => (await repo.list(auth.organizationId)).map(webhookJson), {
       response: { 200: t.Array(WebhookSchema) },
-      detail: { tags, summary: "List webhooks", description: "A JSON array of registrations, newest first, without secrets." },
+      detail: { tags, operationId: "listWebhooks", summary: "List webhooks", description: "A JSON array of registrations, newest first, without secrets." },
     })
     .get("/webhooks/:webhookID", async ({ auth, params }) => webhookJson(await repo.get(auth.organizationId, params.webhookID)), {
       response: { 200: WebhookSchema, 404: ErrorSchema },
-      detail: { tags, summary: "Get one webhook (without its secret)" },
+      detail: { tags, operationId: "getWebhook", summary: "Get one webhook (without its secret)" },
     })
     .patch(
       "/webhooks/:webhookID",
@@ -176,7 +180,7 @@ export function eventsRoutes(s: Services) {
         response: { 200: WebhookSchema, 400: ErrorSchema, 404: ErrorSchema },
         detail: {
           tags,
-          summary: "Edit a webhook",
+          operationId: "updateWebhook", summary: "Edit a webhook",
           description: "Omitted fields keep their values; the resulting resourceType + events must be valid. Disabling cancels the webhook's queued deliveries.",
         },
       },
@@ -188,7 +192,7 @@ export function eventsRoutes(s: Services) {
         set.status = 204;
         return null;
       },
-      { detail: { tags, summary: "Delete a webhook", description: "204; its queued deliveries and their history are deleted with it." } },
+      { detail: { tags, operationId: "deleteWebhook", ...responds({ 204: null }, [404]), summary: "Delete a webhook", description: "204; its queued deliveries and their history are deleted with it." } },
     )
     .get(
       "/webhooks/:webhookID/deliveries",
@@ -200,7 +204,7 @@ export function eventsRoutes(s: Services) {
           400: ErrorSchema,
           404: ErrorSchema,
         },
-        detail: { tags, summary: "Delivery history of a webhook", description: "Each delivery with its status and every finished attempt (status code, latency, error)." },
+        detail: { tags, operationId: "listWebhookDeliveries", summary: "Delivery history of a webhook", description: "Each delivery with its status and every finished attempt (status code, latency, error)." },
       },
     );
 }

@@ -1,7 +1,7 @@
 import type { RouteModule } from "../http/route-module";
 import { gatewayFor } from "./gateway";
 import { NO_PROVIDER_HINT } from "./hints";
-import { gatewayRoutes, gatewaySurfaces } from "./routes";
+import { gatewayDocumentPaths, gatewayRoutes, gatewaySurfaces } from "./routes";
 
 /**
  * The model gateway. A request reads top to bottom through:
@@ -12,6 +12,7 @@ import { gatewayRoutes, gatewaySurfaces } from "./routes";
 export const gatewayModule: RouteModule = {
   surfaces: gatewaySurfaces,
   routes: gatewayRoutes,
+  documentPaths: gatewayDocumentPaths,
   async start(s) {
     // Build the router now so a bad CONFIG_FILE route stops start-up, not the first request.
     const g = gatewayFor(s);

@@ -1,18 +1,19 @@
 import { Elysia, t } from "elysia";
 import { ApiError } from "../http/errors";
+import { named, responds } from "../openapi/declare";
 import { catalogFor } from "../catalog";
 import type { Services } from "../services";
 import type { Gateway } from "./gateway";
 import { NO_PROVIDER_HINT, vendorProviderHint } from "./hints";
 
-const ModelObject = t.Object({
+const ModelObject = named("Model", t.Object({
   id: t.String(),
   object: t.Literal("model"),
   created: t.Integer({ description: "Unix seconds (release date where known, else 0)" }),
   owned_by: t.String({ description: "Provider instance that serves it" }),
-});
+}));
 
-const ModelMeta = t.Object({
+const ModelMeta = named("CatalogModel", t.Object({
   id: t.String(),
   name: t.Optional(t.String()),
   vendor: t.String(),
@@ -22,12 +23,12 @@ const ModelMeta = t.Object({
   pricing: t.Optional(t.Object({ input_per_mtok: t.Optional(t.Number()), output_per_mtok: t.Optional(t.Number()) }, { description: "USD per million tokens" })),
   created: t.Optional(t.Integer()),
   providers: t.Array(t.String(), { description: "Configured provider instances that serve it" }),
-});
+}));
 
 const tags = ["model gateway"];
 
 /** The generative-vendor SDK's Model (`models.get`, `models.list`). */
-const GenvendorModel = t.Object({
+const GenvendorModel = named("GenerateContentModel", t.Object({
   name: t.String({ description: "`models/<id>`" }),
   baseModelId: t.String(),
   displayName: t.String(),
@@ -35,7 +36,7 @@ const GenvendorModel = t.Object({
   inputTokenLimit: t.Optional(t.Integer()),
   outputTokenLimit: t.Optional(t.Integer()),
   supportedGenerationMethods: t.Array(t.String()),
-});
+}));
 const MAX_PAGE = 1000;
 
 /** Model catalog lookup (spec: `GET /v1/models`, `GET /v1/models/{id_or_name}`, `GET /api/models`). */
@@ -56,7 +57,7 @@ export function modelRoutes(s: Services, g: Gateway) {
           data: t.Array(ModelObject),
           hint: t.Optional(t.String({ description: "Only on an empty list: why it is empty (no model provider configured) and how to fix it" })),
         }),
-        detail: { tags, summary: "List models", description: "Model ids the gateway can route: configured routes, provider model lists and the catalog models of every enabled vendor (OpenAI list shape). An empty list carries a `hint`." },
+        detail: { tags, operationId: "listModels", summary: "List models", description: "Model ids the gateway can route: configured routes, provider model lists and the catalog models of every enabled vendor (OpenAI list shape). An empty list carries a `hint`." },
       },
     )
     .get(
@@ -77,7 +78,7 @@ export function modelRoutes(s: Services, g: Gateway) {
       },
       {
         response: ModelObject,
-        detail: { tags, summary: "Get a model", description: "One routable model by id, by catalog display name, or as `<provider>/<model>`; 404 when the gateway cannot route it." },
+        detail: { tags, operationId: "getModel", ...responds({}, [404]), summary: "Get a model", description: "One routable model by id, by catalog display name, or as `<provider>/<model>`; 404 when the gateway cannot route it." },
       },
     )
     .get(
@@ -107,7 +108,7 @@ export function modelRoutes(s: Services, g: Gateway) {
       {
         query: t.Object({ all: t.Optional(t.Union([t.Literal("true"), t.Literal("false")], { description: "`true` lists the whole catalog, also models no configured provider serves" })) }),
         response: t.Object({ data: t.Array(ModelMeta) }),
-        detail: { tags, summary: "Model catalog with metadata", description: "Catalog metadata (vendor, kind, context window, prices in USD per million tokens) of the models the gateway serves." },
+        detail: { tags, operationId: "listCatalogModels", summary: "Model catalog with metadata", description: "Catalog metadata (vendor, kind, context window, prices in USD per million tokens) of the models the gateway serves." },
       },
     );
 }
@@ -149,7 +150,7 @@ export function genvendorModelRoutes(s: Services, g: Gateway) {
           { additionalProperties: true },
         ),
         response: t.Object({ models: t.Array(GenvendorModel), nextPageToken: t.Optional(t.String()) }),
-        detail: { tags, summary: "List models (generative-vendor protocol)", description: "Models the gateway serves over generateContent, in the vendor's Model shape. `pageSize` (1-1000, default 50) and `pageToken` page through them." },
+        detail: { tags, operationId: "listGenerateContentModels", summary: "List models (generative-vendor protocol)", description: "Models the gateway serves over generateContent, in the vendor's Model shape. `pageSize` (1-1000, default 50) and `pageToken` page through them." },
       },
     )
     .get(
@@ -172,7 +173,7 @@ export function genvendorModelRoutes(s: Services, g: Gateway) {
       {
         params: t.Object({ model: t.String() }),
         response: GenvendorModel,
-        detail: { tags, summary: "Get a model (generative-vendor protocol)", description: "One model the gateway can serve over generateContent; 404 in the vendor's error shape otherwise." },
+        detail: { tags, operationId: "getGenerateContentModel", summary: "Get a model (generative-vendor protocol)", description: "One model the gateway can serve over generateContent; 404 in the vendor's error shape otherwise." },
       },
     );
 }

@@ -10,6 +10,8 @@ import type { Services } from "../services";
 import { generationMedia, predictions } from "./schema";
 import { generationFor, type Prediction } from "./service";
 import { NOT_FORWARDED } from "./worker";
+import { binary, named, responds, sse } from "../openapi/declare";
+import { CHAT_EVENTS, ChatCompletion } from "../gateway/response-schemas";
 
 /**
  * Asynchronous image, audio and video generation (spec: Asynchronous model tasks).
@@ -48,7 +50,7 @@ const CostSchema = t.Object({
   settlement: t.String({ enum: ["pending", "settled"] }),
 });
 
-const PredictionSchema = t.Object({
+const PredictionSchema = named("Prediction", t.Object({
   id: t.String({ description: "`pred_...`; opaque" }),
   object: t.Literal("prediction"),
   model: t.String(),
@@ -64,9 +66,9 @@ const PredictionSchema = t.Object({
   createdAt: Date_,
   startedAt: Nullable(Date_),
   completedAt: Nullable(Date_),
-});
+}));
 
-const TaskSchema = t.Object({
+const TaskSchema = named("Task", t.Object({
   id: t.String(),
   object: t.Literal("task"),
   model: t.String(),
@@ -80,7 +82,7 @@ const TaskSchema = t.Object({
   createdAt: Date_,
   completedAt: Nullable(Date_),
   settledAt: Nullable(Date_),
-});
+}));
 
 export function predictionJson(p: Prediction) {
   return {
@@ -182,6 +184,9 @@ export function generationRoutes(s: Services) {
 
   const createDetail = (path: string) => ({
     tags,
+    operationId: path === "/v1/run" ? "runModel" : "createGeneration",
+    // Chat models answer in the chat completions shape, streamed when asked.
+    ...responds({ 200: sse(CHAT_EVENTS, t.Union([PredictionSchema, ChatCompletion])), 201: PredictionSchema }, [404, 502, 503, 504]),
     summary: path === "/v1/run" ? "Run a model" : "Create a generation",
     description:
       "Image, audio (speech) and video models: creates a Prediction. `mode: async` (default) answers 201 at once with `status: starting` and `urls.get` to poll; " +
@@ -210,7 +215,7 @@ export function generationRoutes(s: Services) {
       {
         params: t.Object({ id: t.String() }),
         response: { 200: PredictionSchema, 404: ErrorSchema },
-        detail: { tags, summary: "Get a prediction (polling URL)", description: "Status `starting`/`processing`, then `completed` (with `outputs`), `failed` or `timeout` (with `error.category`). Only the owning organization can read it." },
+        detail: { tags, operationId: "getPrediction", summary: "Get a prediction (polling URL)", description: "Status `starting`/`processing`, then `completed` (with `outputs`), `failed` or `timeout` (with `error.category`). Only the owning organization can read it." },
       },
     )
     .get(
@@ -232,7 +237,7 @@ export function generationRoutes(s: Services) {
       },
       {
         params: t.Object({ token: t.String() }),
-        detail: { tags, summary: "Download a generated file", description: "No credentials: the URL carries an unguessable 256-bit token and is handed only to the owning organization (poll response, its event)." },
+        detail: { tags, operationId: "downloadGeneratedFile", ...responds({ 200: binary("The generated file, with its content type") }, [404]), summary: "Download a generated file", description: "No credentials: the URL carries an unguessable 256-bit token and is handed only to the owning organization (poll response, its event)." },
       },
     )
     .get(
@@ -256,7 +261,7 @@ export function generationRoutes(s: Services) {
           cursor: t.Optional(t.String({ description: "`nextCursor` of the previous page" })),
         }),
         response: { 200: t.Object({ tasks: t.Array(TaskSchema), nextCursor: Nullable(t.String()) }), 400: ErrorSchema },
-        detail: { tags, summary: "Recent task costs", description: "Newest first: settlement state, final cost, the estimate made at submission and usage of the organization's recent asynchronous model tasks. Tasks older than GENERATION_TASK_RETENTION are archived and not listed." },
+        detail: { tags, operationId: "listTasks", summary: "Recent task costs", description: "Newest first: settlement state, final cost, the estimate made at submission and usage of the organization's recent asynchronous model tasks. Tasks older than GENERATION_TASK_RETENTION are archived and not listed." },
       },
     )
     .get(
@@ -272,7 +277,7 @@ export function generationRoutes(s: Services) {
       {
         params: t.Object({ id: t.String() }),
         response: { 200: TaskSchema, 404: ErrorSchema, 410: ErrorSchema },
-        detail: { tags, summary: "Cost of one task", description: "410 with an `archived` error once the task is older than the retention." },
+        detail: { tags, operationId: "getTask", summary: "Cost of one task", description: "410 with an `archived` error once the task is older than the retention." },
       },
     );
 }

@@ -1,11 +1,14 @@
 import type { Elysia } from "elysia";
 import type { Services } from "../services";
+import type { DocumentPath } from "../openapi/paths";
 import type { Surface } from "./surfaces";
 
 /** A domain's routes and the surface (error family, credentials, scope) they live on. */
 export interface RouteModule {
   surfaces: Surface[];
   routes: (s: Services) => Elysia<any, any, any, any, any, any, any>;
+  /** Router paths published in the OpenAPI document under other paths (src/openapi/paths.ts). */
+  documentPaths?: Record<string, DocumentPath[]>;
   /**
    * Background work of the domain (workers, reapers), started once the database is
    * ready. The returned function runs at shutdown, before the database closes.

@@ -1,19 +1,20 @@
 import { Elysia, t } from "elysia";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
+import { named } from "../openapi/declare";
 import type { Services } from "../services";
 import { ConflictError, type KeyRecord, NotFoundError, type Organization, scopesProblem } from "./keys";
 
 /** Admin API: flat errors, authenticated by ADMIN_TOKEN, 404 when that is unset. */
 export const adminSurface: Surface = { prefix: "/admin", family: "flat", credentials: "admin" };
 
-export const OrganizationSchema = t.Object({
+export const OrganizationSchema = named("Organization", t.Object({
   id: t.String({ description: "Organization id, `org_...`" }),
   name: t.String(),
   createdAt: t.String({ format: "date-time" }),
-});
+}));
 
-export const KeySchema = t.Object({
+export const KeySchema = named("ApiKey", t.Object({
   id: t.String({ description: "Key id, `key_...` (not the secret)" }),
   organizationId: t.String(),
   name: t.String(),
@@ -26,9 +27,9 @@ export const KeySchema = t.Object({
   scopes: t.Array(t.String(), { description: "Empty = organization-level access" }),
   createdAt: t.String({ format: "date-time" }),
   revokedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
-});
+}));
 
-export const CreatedKeySchema = t.Composite([KeySchema, t.Object({ key: t.String({ description: "The API key; shown only in this response" }) })]);
+export const CreatedKeySchema = named("CreatedApiKey", t.Composite([KeySchema, t.Object({ key: t.String({ description: "The API key; shown only in this response" }) })]));
 
 const ErrorSchema = t.Object({ error: t.String() });
 
@@ -78,7 +79,7 @@ export function adminRoutes(s: Services) {
     const problem = scopesProblem(scopes, s.surfaces.scopes());
     if (problem) throw new ApiError(400, problem);
   };
-  const detail = { tags: ["admin"], security: [{ adminToken: [] }] };
+  const detail = (operationId: string, summary: string) => ({ tags: ["admin"], operationId, summary });
   return new Elysia({ prefix: "/admin" })
     .post(
       "/organizations",
@@ -87,11 +88,11 @@ export function adminRoutes(s: Services) {
         set.status = 201;
         return organizationJson(org);
       },
-      { body: t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) }), response: { 201: OrganizationSchema, 409: ErrorSchema }, detail },
+      { body: t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) }), response: { 201: OrganizationSchema, 409: ErrorSchema }, detail: detail("createOrganization", "Create an organization") },
     )
     .get("/organizations", async () => (await s.keys.listOrganizations()).map(organizationJson), {
       response: t.Array(OrganizationSchema),
-      detail,
+      detail: detail("listOrganizations", "List organizations"),
     })
     .post(
       "/keys",
@@ -106,13 +107,13 @@ export function adminRoutes(s: Services) {
       {
         body: t.Object({ organizationId: t.String({ minLength: 1 }), name: t.String({ minLength: 1, maxLength: 200 }), ...optionalProps }),
         response: { 201: CreatedKeySchema, 400: ErrorSchema, 404: ErrorSchema },
-        detail,
+        detail: detail("createKey", "Create an API key (the key is shown only in this response)"),
       },
     )
     .get("/keys", async ({ query }) => (await s.keys.listKeys(query.organizationId)).map(keyJson), {
       query: t.Object({ organizationId: t.Optional(t.String()) }),
       response: t.Array(KeySchema),
-      detail,
+      detail: detail("listKeys", "List API keys, optionally of one organization"),
     })
     .post(
       "/keys/:id/revoke",
@@ -121,7 +122,7 @@ export function adminRoutes(s: Services) {
         s.authCache.set(keyHash, record);
         return keyJson(record);
       },
-      { response: { 200: KeySchema, 404: ErrorSchema }, detail },
+      { response: { 200: KeySchema, 404: ErrorSchema }, detail: detail("revokeKey", "Revoke an API key (takes effect at once)") },
     )
     .patch(
       "/keys/:id",
@@ -134,7 +135,7 @@ export function adminRoutes(s: Services) {
       {
         body: t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 200 })), enabled: t.Optional(t.Boolean()), ...optionalProps }),
         response: { 200: KeySchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-        detail,
+        detail: detail("updateKey", "Update an API key (name, enabled, limits, scopes, expiry)"),
       },
     );
 }

@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
+import { named, responds } from "../openapi/declare";
 import type { Services } from "../services";
 import { type SandboxService, sandboxJson, STATUSES } from "./service";
 
@@ -14,7 +15,7 @@ const tags = ["sandboxes"];
 const security: Record<string, string[]>[] = [{ bearer: [] }, { apiKeyHeader: [] }];
 
 const ErrorSchema = t.Object({ code: t.Integer(), message: t.String() });
-const SandboxSchema = t.Object({
+const SandboxSchema = named("Sandbox", t.Object({
   sandboxID: t.String({ description: "`sbx_...`" }),
   templateID: t.String(),
   clientID: t.String({ description: "Always the same constant" }),
@@ -22,14 +23,14 @@ const SandboxSchema = t.Object({
   startedAt: t.String({ format: "date-time" }),
   endAt: t.String({ format: "date-time", description: "When the TTL reaper stops the sandbox (running sandboxes only)" }),
   status: t.String({ enum: [...STATUSES] }),
-});
-const EntrySchema = t.Object({
+}));
+const EntrySchema = named("SandboxEntry", t.Object({
   name: t.String(),
   type: t.String({ enum: ["file", "dir"] }),
   path: t.String({ description: "Absolute path inside the sandbox" }),
   size: t.Optional(t.Integer({ description: "Bytes; files only" })),
-});
-const ProcessResultSchema = t.Object({ stdout: t.String(), stderr: t.String(), exitCode: t.Integer() });
+}));
+const ProcessResultSchema = named("ProcessResult", t.Object({ stdout: t.String(), stderr: t.String(), exitCode: t.Integer() }));
 
 const timeoutField = (what: string, dflt?: number) =>
   t.Integer({ minimum: 1, maximum: MAX_TIMEOUT_SEC, ...(dflt ? { default: dflt } : {}), error: `timeout must be an integer number of seconds from 1 to ${MAX_TIMEOUT_SEC}`, description: what });
@@ -67,7 +68,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         body: t.Object({
           templateID: t.String({ minLength: 1, error: "templateID is required (a string)" }),
-          timeout: t.Optional(timeoutField("Lifetime in seconds from now (default 300)")),
+          timeout: t.Optional(timeoutField("Lifetime in seconds from now", 300)),
           metadata: t.Optional(stringMapSchema("Key-value metadata, default {}")),
           envVars: t.Optional(stringMapSchema("Environment of every command, default {}")),
           memoryMB: t.Optional(t.Integer({ minimum: 1, error: "memoryMB must be an integer number of MiB", description: "Memory of the sandbox in MiB (processes plus files in /home/user, /tmp, /dev/shm); default and maximum from the template (2048, up to 8192)" })),
@@ -78,7 +79,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         detail: {
           tags,
           security,
-          summary: "Create a sandbox",
+          operationId: "createSandbox", summary: "Create a sandbox",
           description:
             "Starts a sandbox from a template (`base`, `code_interpreter`, or configured ones) and returns it `running`. `unknown template: <name>` gives 400; a template whose host requirements are missing (e.g. bubblewrap, python3) gives 503 naming what to install.",
         },
@@ -87,12 +88,12 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
     .get("", async ({ auth, query }) => (await sandboxes.list(auth.organizationId, query.status)).map(sandboxJson), {
       query: t.Object({ status: t.Optional(t.Union(STATUSES.map((v) => t.Literal(v)), { error: `status must be one of ${STATUSES.join(", ")}` })) }),
       response: { 200: t.Array(SandboxSchema), 400: ErrorSchema },
-      detail: { tags, security, summary: "List the organization's sandboxes", description: "Newest first, including stopped ones; filter with `status`." },
+      detail: { tags, security, operationId: "listSandboxes", summary: "List the organization's sandboxes", description: "Newest first, including stopped ones; filter with `status`." },
     })
     .get("/:id", async ({ auth, params }) => sandboxJson(await sandboxes.get(auth.organizationId, params.id)), {
       params: idParams,
       response: { 200: SandboxSchema, 400: ErrorSchema, 404: ErrorSchema },
-      detail: { tags, security, summary: "Get a sandbox", description: "Destroyed sandboxes stay readable with status `stopped`." },
+      detail: { tags, security, operationId: "getSandbox", summary: "Get a sandbox", description: "Destroyed sandboxes stay readable with status `stopped`." },
     })
     .delete(
       "/:id",
@@ -103,7 +104,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       },
       {
         params: idParams,
-        detail: { tags, security, summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 409 when already stopped." },
+        detail: { tags, security, operationId: "deleteSandbox", ...responds({ 204: null }, [404, 409]), summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 409 when already stopped." },
       },
     )
     .post(
@@ -115,7 +116,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         detail: {
           tags,
           security,
-          summary: "Pause a sandbox",
+          operationId: "pauseSandbox", summary: "Pause a sandbox",
           description: "Freezes every process; memory and files are kept. 409 when already paused or stopped; 502 `failed to pause sandbox in provider`.",
         },
       },
@@ -130,7 +131,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         detail: {
           tags,
           security,
-          summary: "Connect to (and resume) a sandbox",
+          operationId: "connectSandbox", summary: "Connect to (and resume) a sandbox",
           description: "Resumes a paused sandbox (event `resumed`); on a running one only applies `timeout`. 409 when stopped.",
         },
       },
@@ -145,7 +146,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         params: idParams,
         body: t.Object({ timeout: timeoutField("Seconds from now; overwrites the previous TTL") }),
-        detail: { tags, security, summary: "Set a sandbox's TTL", description: "204. endAt becomes now + timeout (event `updated`). 409 when stopped." },
+        detail: { tags, security, operationId: "setSandboxTimeout", ...responds({ 204: null }, [404, 409]), summary: "Set a sandbox's TTL", description: "204. endAt becomes now + timeout (event `updated`). 409 when stopped." },
       },
     )
     .post(
@@ -162,7 +163,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         detail: {
           tags,
           security,
-          summary: "Run a process",
+          operationId: "runSandboxProcess", summary: "Run a process",
           description:
             "Runs `cmd` with `args` (no shell; use `sh -c` for one) in /home/user with the sandbox's envVars, and waits for it. stdout and stderr are capped (1 MiB each by default) with a `[stdout truncated: ...]` marker. At `timeout` (default 60 s) the command's whole process tree is killed and exitCode is 124. Processes it leaves in the background keep running until the sandbox is destroyed. 409 when the sandbox is paused or stopped.",
         },
@@ -172,13 +173,13 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       params: idParams,
       query: pathQuery,
       response: { 200: t.Array(EntrySchema), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-      detail: { tags, security, summary: "List a directory", description: "Entries sorted by name; symlinks are reported as what they point to." },
+      detail: { tags, security, operationId: "listSandboxDirectory", summary: "List a directory", description: "Entries sorted by name; symlinks are reported as what they point to." },
     })
     .get("/:id/filesystem", async ({ auth, params, query }) => sandboxes.readFile(auth.organizationId, params.id, query.path), {
       params: idParams,
       query: pathQuery,
       response: { 200: t.Object({ content: t.String({ description: "base64" }), path: t.String() }), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-      detail: { tags, security, summary: "Read a file", description: "Files over 1 MB give 400; a missing file 404." },
+      detail: { tags, security, operationId: "readSandboxFile", summary: "Read a file", description: "Files over 1 MB give 400; a missing file 404." },
     })
     .post(
       "/:id/filesystem",
@@ -196,7 +197,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         detail: {
           tags,
           security,
-          summary: "Write a file",
+          operationId: "writeSandboxFile", summary: "Write a file",
           description: "Body `{path, content}` with base64 content; creates parent directories and replaces an existing file. Returns the Directory entry written.",
         },
       },
@@ -211,7 +212,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         params: idParams,
         query: pathQuery,
-        detail: { tags, security, summary: "Delete a file or directory", description: "Query `path`; directories are removed with their contents. 204; 404 when missing." },
+        detail: { tags, security, operationId: "deleteSandboxFile", ...responds({ 204: null }, [404, 409]), summary: "Delete a file or directory", description: "Query `path`; directories are removed with their contents. 204; 404 when missing." },
       },
     );
 }

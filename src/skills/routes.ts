@@ -7,6 +7,7 @@ import type { Services } from "../services";
 import { bundleFromUploads, MAX_BUNDLE_BYTES, MAX_FILES, uploadsFromForm } from "./bundle";
 import { SKILL_PREFIX, SkillRepository, skillJson, VERSION_PREFIX, versionJson } from "./store";
 import { writeZip } from "./zip";
+import { binary, named, responds } from "../openapi/declare";
 
 /**
  * `/v1/skills`: the SDK's `client.beta.skills` and `client.beta.skills.versions`. A
@@ -19,7 +20,7 @@ const tags = ["skills"];
 const ErrorSchema = t.Object({ error: t.Object({ type: t.String(), message: t.String() }) });
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema };
 
-const SkillSchema = t.Object({
+const SkillSchema = named("Skill", t.Object({
   id: t.String({ description: "`skill_...`" }),
   type: t.Literal("skill"),
   display_name: t.String({ description: "Human-readable label; the SKILL.md `name` unless given at creation" }),
@@ -27,16 +28,16 @@ const SkillSchema = t.Object({
   source: t.Object({ type: t.Literal("custom") }, { description: "Always `custom`: uploaded by the organization" }),
   created_at: t.String({ format: "date-time" }),
   updated_at: t.String({ format: "date-time" }),
-});
-const VersionSchema = t.Object({
+}));
+const VersionSchema = named("SkillVersion", t.Object({
   id: t.String({ description: "`skillver_...`; addresses the version in paths and pins it in agents" }),
   type: t.Literal("skill_version"),
   skill_id: t.String(),
   name: t.String({ description: "The skill's kebab-case name (SKILL.md front matter); its directory in sandboxes and archives" }),
   description: t.String({ description: "From the SKILL.md front matter" }),
   created_at: t.String({ format: "date-time" }),
-});
-const pageOf = <T extends ReturnType<typeof t.Object>>(item: T) => t.Object({ data: t.Array(item), next_page: t.Union([t.String(), t.Null()], { description: "Cursor for `page`; null on the last page" }) });
+}));
+const pageOf = <T extends ReturnType<typeof t.Object>>(name: string, item: T) => named(name, t.Object({ data: t.Array(item), next_page: t.Union([t.String(), t.Null()], { description: "Cursor for `page`; null on the last page" }) }));
 
 const UploadSchema = t.Object({
   "files[]": t.Array(t.String({ format: "binary" }), {
@@ -70,7 +71,7 @@ export function skillRoutes(s: Services) {
         response: { 200: SkillSchema, ...errors, 413: ErrorSchema },
         detail: {
           tags,
-          summary: "Create a skill from an uploaded bundle (its first version)",
+          operationId: "createSkill", summary: "Create a skill from an uploaded bundle (its first version)",
           description: "The SKILL.md front matter gives the skill's `name` (kebab-case, at most 64 characters) and `description` (at most 1024 characters); both are required.",
           requestBody: uploadBody("The skill bundle."),
         },
@@ -86,14 +87,14 @@ export function skillRoutes(s: Services) {
       },
       {
         query: t.Object({ limit: Limit, page: t.Optional(t.String()), source: t.Optional(t.String()) }, { additionalProperties: true }),
-        response: { 200: pageOf(SkillSchema), ...errors },
-        detail: { tags, summary: "List skills, newest first", description: "`source=custom` (or none) lists the organization's skills; other sources are empty." },
+        response: { 200: pageOf("SkillPage", SkillSchema), ...errors },
+        detail: { tags, operationId: "listSkills", summary: "List skills, newest first", description: "`source=custom` (or none) lists the organization's skills; other sources are empty." },
       },
     )
     .get("/v1/skills/:skill_id", async ({ auth, params }) => skillJson(await repo.get(auth.organizationId, params.skill_id)), {
       params: SkillParams,
       response: { 200: SkillSchema, ...errors },
-      detail: { tags, summary: "Get a skill" },
+      detail: { tags, operationId: "getSkill", summary: "Get a skill" },
     })
     .delete(
       "/v1/skills/:skill_id",
@@ -104,7 +105,7 @@ export function skillRoutes(s: Services) {
       {
         params: SkillParams,
         response: { 200: t.Object({ id: t.String(), type: t.Literal("skill_deleted") }), ...errors, 409: ErrorSchema },
-        detail: { tags, summary: "Delete a skill with all its versions", description: "409 while the current version of an agent that is not archived uses it." },
+        detail: { tags, operationId: "deleteSkill", summary: "Delete a skill with all its versions", description: "409 while the current version of an agent that is not archived uses it." },
       },
     )
     .post(
@@ -119,7 +120,7 @@ export function skillRoutes(s: Services) {
         response: { 200: VersionSchema, ...errors, 413: ErrorSchema },
         detail: {
           tags,
-          summary: "Upload a new version of a skill",
+          operationId: "createSkillVersion", summary: "Upload a new version of a skill",
           description: "The new version becomes `latest_version_id`. Its SKILL.md must keep the skill's `name`.",
           requestBody: uploadBody("The new version's bundle (display_name is not accepted here)."),
         },
@@ -131,14 +132,14 @@ export function skillRoutes(s: Services) {
       {
         params: SkillParams,
         query: t.Object({ limit: Limit, page: t.Optional(t.String()) }, { additionalProperties: true }),
-        response: { 200: pageOf(VersionSchema), ...errors },
-        detail: { tags, summary: "List a skill's versions, newest first" },
+        response: { 200: pageOf("SkillVersionPage", VersionSchema), ...errors },
+        detail: { tags, operationId: "listSkillVersions", summary: "List a skill's versions, newest first" },
       },
     )
     .get("/v1/skills/:skill_id/versions/:version", async ({ auth, params }) => versionJson(await repo.getVersion(auth.organizationId, params.skill_id, params.version)), {
       params: VersionParams,
       response: { 200: VersionSchema, ...errors },
-      detail: { tags, summary: "Get a skill version" },
+      detail: { tags, operationId: "getSkillVersion", summary: "Get a skill version" },
     })
     .delete(
       "/v1/skills/:skill_id/versions/:version",
@@ -151,7 +152,7 @@ export function skillRoutes(s: Services) {
         response: { 200: t.Object({ id: t.String(), type: t.Literal("skill_version_deleted") }), ...errors, 409: ErrorSchema },
         detail: {
           tags,
-          summary: "Delete a skill version",
+          operationId: "deleteSkillVersion", summary: "Delete a skill version",
           description: "409 for the skill's only version (delete the skill instead) and for a version the current version of an active agent is pinned to.",
         },
       },
@@ -173,12 +174,9 @@ export function skillRoutes(s: Services) {
         params: VersionParams,
         detail: {
           tags,
-          summary: "Download a skill version as a zip archive",
+          operationId: "downloadSkillVersion", summary: "Download a skill version as a zip archive",
           description: "Entries are `<name>/<path>`; files marked executable keep mode 0755.",
-          responses: {
-            200: { description: "The version's files", content: { "application/zip": { schema: { type: "string", format: "binary" } } } },
-            404: { description: "Unknown skill or version", content: { "application/json": { schema: ErrorSchema } } },
-          },
+          ...responds({ 200: binary("The version's files", "application/zip") }, [404]),
         },
       },
     );

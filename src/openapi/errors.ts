@@ -1,0 +1,153 @@
+import type { ErrorFamily } from "../http/errors";
+import type { Surface } from "../http/surfaces";
+
+/**
+ * Error bodies in the document: one named component per endpoint family (the shapes of
+ * src/http/errors.ts), and the error statuses every operation of a surface can return
+ * whatever its handler does (the core middleware's refusals).
+ */
+const nullableString = { anyOf: [{ type: "string" }, { type: "null" }] };
+
+export const ERROR_COMPONENTS: Record<string, Record<string, unknown>> = {
+  FlatError: {
+    type: "object",
+    description: "Flat error: admin, events, asynchronous model tasks, and every 429",
+    required: ["error"],
+    properties: { error: { type: "string", description: "What went wrong and what to do next" } },
+  },
+  AgentError: {
+    type: "object",
+    description: "Agent resources error",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["type", "message"],
+        properties: { type: { type: "string", description: "invalid_request, authentication_error, permission_error, not_found, conflict, ..." }, message: { type: "string" } },
+      },
+    },
+  },
+  ChatError: {
+    type: "object",
+    description: "Chat completions / responses style error",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["message", "type"],
+        properties: { message: { type: "string" }, type: { type: "string" }, param: nullableString, code: { anyOf: [{ type: "string" }, { type: "integer" }, { type: "null" }] } },
+      },
+    },
+  },
+  MessagesError: {
+    type: "object",
+    description: "Messages protocol error",
+    required: ["type", "error"],
+    properties: {
+      type: { type: "string", const: "error" },
+      error: { type: "object", required: ["type", "message"], properties: { type: { type: "string" }, message: { type: "string" } } },
+    },
+  },
+  GenvendorError: {
+    type: "object",
+    description: "Generative-vendor protocol error (google.rpc.Status style)",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["code", "message", "status"],
+        properties: { code: { type: "integer" }, message: { type: "string" }, status: { type: "string", description: "INVALID_ARGUMENT, UNAUTHENTICATED, NOT_FOUND, ..." } },
+      },
+    },
+  },
+  SandboxError: {
+    type: "object",
+    description: "Sandbox API error; key failures also carry the flat `error` field",
+    required: ["code", "message"],
+    properties: { code: { type: "integer" }, message: { type: "string" }, error: { type: "string" } },
+  },
+};
+
+const FAMILY_COMPONENT: Record<ErrorFamily, string> = {
+  flat: "FlatError",
+  agent: "AgentError",
+  chat: "ChatError",
+  messages: "MessagesError",
+  genvendor: "GenvendorError",
+  sandbox: "SandboxError",
+};
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: "Invalid request",
+  401: "Missing, invalid, revoked or expired credential",
+  402: "Spending limit reached",
+  403: "Not allowed (key scope, or spending limit on this surface)",
+  404: "Not found",
+  409: "Conflict with the resource's state",
+  410: "Gone",
+  413: "Body too large",
+  415: "Body is not JSON",
+  429: "Rate limit reached (flat body on every surface)",
+  500: "Internal error",
+  501: "Not implemented by the provider",
+  502: "Upstream failure",
+  503: "Unavailable",
+  504: "Upstream timeout",
+  529: "Upstream overloaded",
+};
+
+/** The response object for an error status of a surface. */
+export function errorResponse(surface: Surface, status: number): Record<string, unknown> {
+  // Rate-limit refusals are flat on every surface (spec: Rate limits).
+  const component = status === 429 ? "FlatError" : FAMILY_COMPONENT[surface.family];
+  return {
+    description: DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error"),
+    content: { "application/json": { schema: { $ref: `#/components/schemas/${component}` } } },
+  };
+}
+
+/**
+ * Statuses any operation on the surface can answer before or around its handler:
+ * malformed URL or body (400), credentials (401), scope (403), spending limit, body
+ * size and type, per-key rate limit, an internal error.
+ */
+export function surfaceErrorStatuses(surface: Surface, method: string, hasPathParams: boolean): number[] {
+  const out = new Set<number>([400, 500]);
+  if (surface.credentials !== "none") out.add(401);
+  if (surface.credentials === "admin") out.add(403);
+  if (surface.scope) out.add(403);
+  if (surface.spendLimitStatus) out.add(surface.spendLimitStatus);
+  if (surface.credentials !== "none" && surface.credentials !== "admin") out.add(429);
+  if (method !== "get" && method !== "head" && method !== "delete") {
+    out.add(413);
+    out.add(415);
+  }
+  if (hasPathParams) out.add(404);
+  return [...out];
+}
+
+/** OpenAPI security requirements per credential style (spec: Authentication). */
+export function securityFor(surface: Surface): Record<string, string[]>[] {
+  switch (surface.credentials) {
+    case "bearer":
+      return [{ bearer: [] }];
+    case "messages":
+      return [{ apiKeyHeader: [] }, { bearer: [] }];
+    case "genvendor":
+      return [{ genvendorKey: [] }, { bearer: [] }, { queryKey: [] }];
+    case "sandbox":
+      return [{ bearer: [] }, { apiKeyHeader: [] }];
+    case "admin":
+      return [{ adminToken: [] }];
+    case "none":
+      return [];
+  }
+}
+
+export const SECURITY_SCHEMES = {
+  bearer: { type: "http", scheme: "bearer", description: "API key: `Authorization: Bearer sk-...`" },
+  apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key", description: "API key on the messages and sandbox surfaces" },
+  genvendorKey: { type: "apiKey", in: "header", name: "x-goog-api-key", description: "API key on the generative-vendor surfaces (neutral spelling `x-genvendor-api-key`)" },
+  queryKey: { type: "apiKey", in: "query", name: "key", description: "API key as a query parameter on the generative-vendor surfaces (headers are preferred: query strings get logged)" },
+  adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for /admin" },
+};

@@ -1,0 +1,41 @@
+/**
+ * Router paths that cannot be published as they are: a wildcard (`/v1/models/*`, whose
+ * model names contain slashes) or one parameter that carries a model and an action
+ * (`/v1beta/models/{call}` for `{model}:generateContent`). Each is published as the
+ * paths a client calls, with their parameters; routing is unchanged.
+ */
+export interface DocumentPath {
+  path: string;
+  /** Only these methods of the router path (default: all). */
+  methods?: string[];
+  operationId?: string;
+  summary?: string;
+  /** The path parameters of `path`, name -> description. */
+  params?: Record<string, string>;
+}
+
+export function publishPaths(paths: Record<string, Record<string, any>>, rewrites: Record<string, DocumentPath[]>): Record<string, Record<string, any>> {
+  const out: Record<string, Record<string, any>> = {};
+  for (const [path, item] of Object.entries(paths)) {
+    const targets = rewrites[path];
+    if (!targets) {
+      out[path] = { ...out[path], ...item };
+      continue;
+    }
+    for (const target of targets) {
+      for (const [method, op] of Object.entries(item)) {
+        if (target.methods && !target.methods.includes(method)) continue;
+        const copy = JSON.parse(JSON.stringify(op));
+        if (target.operationId) copy.operationId = target.operationId;
+        if (target.summary) copy.summary = target.summary;
+        if (target.params) {
+          const others = (copy.parameters ?? []).filter((p: { in: string }) => p.in !== "path");
+          const own = Object.entries(target.params).map(([name, description]) => ({ name, in: "path", required: true, description, schema: { type: "string" } }));
+          copy.parameters = [...own, ...others];
+        }
+        out[target.path] = { ...out[target.path], [method]: copy };
+      }
+    }
+  }
+  return out;
+}
