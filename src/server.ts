@@ -20,13 +20,22 @@ export interface StartOptions {
   database?: Database;
   /** Route modules to serve (default: all of the service's). */
   modules?: RouteModule[];
+  /**
+   * Sees every answer before it is sent and may replace it (the test suite checks each one
+   * against the OpenAPI document: test/helpers/contract.ts). Off in the service itself.
+   */
+  observeResponses?: ResponseObserver;
 }
+
+/** Given the app, returns what to do with each request's response. */
+export type ResponseObserver = (app: App) => (request: Request, response: Response) => Response | Promise<Response>;
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const services = await createServices(config, { database: opts.database });
   const modules = opts.modules ?? routeModules;
   const app = createApp(services, modules);
   await startModules(services, modules);
+  if (opts.observeResponses) observe(app, opts.observeResponses(app));
   try {
     listen(app, config);
   } catch (err) {
@@ -74,6 +83,32 @@ function announce(key: string, url: string, noModelProvider: boolean) {
       (noModelProvider ? `\n  Note: ${NO_PROVIDER_HINT}.\n` : "") +
       `  API reference: ${url}/docs\n\n`,
   );
+}
+
+/**
+ * Routes every request through `app.fetch` wrapped by the observer (also `app.handle`,
+ * which calls it). Bun's native route table would answer static paths without `fetch`,
+ * so it is turned off: Elysia's router, the one `app.handle` always uses, serves them all.
+ * Elysia compiles (and so replaces `fetch`) once more after listening: wrapped again then.
+ */
+function observe(app: App, observer: (request: Request, response: Response) => Response | Promise<Response>): void {
+  (app.config as { systemRouter?: boolean }).systemRouter = false;
+  const wrap = () => {
+    const inner = app.fetch;
+    const fetch = (request: Request) => Promise.resolve(inner(request)).then((response) => observer(request, response));
+    Object.defineProperty(app, "fetch", { value: fetch, configurable: true, writable: true });
+  };
+  wrap();
+  const compile = app.compile.bind(app);
+  Object.defineProperty(app, "compile", {
+    value: () => {
+      compile();
+      wrap();
+      return app;
+    },
+    configurable: true,
+    writable: true,
+  });
 }
 
 function listen(app: App, config: Config): void {

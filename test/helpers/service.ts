@@ -6,6 +6,7 @@ import { loadConfig } from "../../src/config";
 import { keyJson } from "../../src/keys/admin-routes";
 import type { NewKey } from "../../src/keys/keys";
 import { type RunningServer, startServer } from "../../src/server";
+import { contractObserver } from "./contract";
 import { freshDatabase } from "./database";
 import { killProcessesUnder } from "./process";
 
@@ -45,7 +46,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       HOME: process.env.HOME,
       ...env,
     });
-    server = await startServer(config, { database, modules: opts.modules });
+    server = await startServer(config, { database, modules: opts.modules, observeResponses: contractObserver });
   } catch (err) {
     // A service that failed to start (a bad setting, a port in use) leaves nothing behind.
     await drop();
