@@ -50,12 +50,12 @@ export const ERROR_COMPONENTS: Record<string, Record<string, unknown>> = {
   },
   GenvendorError: {
     type: "object",
-    description: "Generative-vendor protocol error (google.rpc.Status style)",
+    description: "Generative-vendor protocol error (google.rpc.Status style). An error relayed from the provider keeps the provider's body, which always has `error.message`.",
     required: ["error"],
     properties: {
       error: {
         type: "object",
-        required: ["code", "message", "status"],
+        required: ["message"],
         properties: { code: { type: "integer" }, message: { type: "string" }, status: { type: "string", description: "INVALID_ARGUMENT, UNAUTHENTICATED, NOT_FOUND, ..." } },
       },
     },
