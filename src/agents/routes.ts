@@ -8,7 +8,7 @@ import { AgentRepository, agentJson } from "./agents";
 import { EnvironmentRepository, environmentJson } from "./environments";
 import { eventJson, listEvents } from "./log";
 import { sendUserEvents, startSession, userEvent } from "./input";
-import { arrayParam, dateParam, idCursor, limitOf, MAX_LIMIT } from "./page";
+import { arrayParam, dateParam, idCursor, limitOf, DEFAULT_LIMIT, MAX_LIMIT } from "./page";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
 import { SSE_HEADERS } from "../http/sse";
 import { sessionStream } from "./stream";
@@ -56,7 +56,7 @@ const SkillParam = t.Object(
   },
   { additionalProperties: true, error: "each skill must be {type: 'custom', skill_id, version?}" },
 );
-const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
+const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
 const Bool = t.Optional(t.BooleanString({ error: "must be true or false" }));
 
 export function agentRoutes(s: Services) {

@@ -4,7 +4,7 @@ import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
 import { AgentRepository } from "../agents/agents";
 import { EnvironmentRepository } from "../agents/environments";
-import { dateParam, idCursor, limitOf, MAX_LIMIT } from "../agents/page";
+import { dateParam, idCursor, limitOf, DEFAULT_LIMIT, MAX_LIMIT } from "../agents/page";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { clockOf } from "./clock";
@@ -20,7 +20,7 @@ export const deploymentSurfaces: Surface[] = ["/v1/deployments", "/v1/deployment
 const ErrorSchema = t.Object({ error: t.Object({ type: t.String(), message: t.String() }) });
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
 
-const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
+const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
 const Bool = t.Optional(t.BooleanString({ error: "must be true or false" }));
 const AgentParam = t.Union([t.String({ minLength: 1 }), t.Object({ type: t.String(), id: t.String({ minLength: 1 }), version: t.Optional(t.Integer({ minimum: 1 })) }, { additionalProperties: true })], {
   error: "agent must be an agent id or {type: 'agent', id, version?}",

@@ -4,7 +4,7 @@ import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
 import { AgentRepository } from "../agents/agents";
 import { EnvironmentRepository } from "../agents/environments";
-import { idCursor, limitOf, MAX_LIMIT } from "../agents/page";
+import { idCursor, limitOf, DEFAULT_LIMIT, MAX_LIMIT } from "../agents/page";
 import { SessionRepository } from "../agents/sessions";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
@@ -16,7 +16,7 @@ import { deleted, EndpointPage, EndpointSchema } from "../agents/response-schema
 export const endpointSurfaces: Surface[] = [{ prefix: "/v1/endpoints", family: "agent", credentials: "bearer", scope: "agents" }];
 
 const ErrorSchema = t.Object({ error: t.Object({ type: t.String(), message: t.String() }) });
-const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
+const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
 const AgentParam = t.Union([t.String({ minLength: 1 }), t.Object({ type: t.String(), id: t.String({ minLength: 1 }), version: t.Optional(t.Integer({ minimum: 1 })) }, { additionalProperties: false })], {
   error: "agent must be an agent id or {type: 'agent', id, version?}",
 });

@@ -257,7 +257,7 @@ export function generationRoutes(s: Services) {
       },
       {
         query: t.Object({
-          limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, error: "limit must be an integer from 1 to 100" })),
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 20, error: "limit must be an integer from 1 to 100" })),
           cursor: t.Optional(t.String({ description: "`nextCursor` of the previous page" })),
         }),
         response: { 200: t.Object({ tasks: t.Array(TaskSchema), nextCursor: Nullable(t.String()) }), 400: ErrorSchema },

@@ -141,7 +141,7 @@ function publishResponse(res: Record<string, any>, schemas: SchemaPublisher): Re
   if (out.content) {
     out.content = Object.fromEntries(Object.entries(out.content as Record<string, { schema?: unknown }>).map(([type, media]) => [type, { ...media, schema: schemas.publish(media.schema) }]));
   }
-  if (!out.description) out.description = SUCCESS_DESCRIPTIONS[0] ?? "Success";
+  if (!out.description) out.description = "Success";
   return out;
 }
 

@@ -50,15 +50,15 @@ export class SchemaPublisher {
 }
 
 /**
- * Elysia widens numeric fields of queries and bodies so that strings holding numbers
- * are accepted (`anyOf: [{type: string, format: integer}, {type: integer}]`, default 0).
- * Clients send numbers: publish the integer (or number) member, with its own default.
+ * Elysia widens numeric and boolean fields of queries and bodies so that strings holding
+ * them are accepted (`anyOf: [{type: string, format: integer}, {type: integer}]`, with a
+ * made-up default of 0 or false). Publish the typed member, with its own default.
  */
 function integerOfCoercion(schema: Record<string, unknown>): Record<string, unknown> | undefined {
   const members = schema.anyOf;
   if (!Array.isArray(members) || members.length !== 2) return undefined;
-  const numeric = members.find((m) => m?.type === "integer" || m?.type === "number");
-  const text = members.find((m) => m?.type === "string" && (m.format === "integer" || m.format === "numeric" || m.format === "number"));
+  const numeric = members.find((m) => m?.type === "integer" || m?.type === "number" || m?.type === "boolean");
+  const text = members.find((m) => m?.type === "string" && ["integer", "numeric", "number", "boolean"].includes(m.format));
   if (!numeric || !text) return undefined;
   const { anyOf: _anyOf, default: _default, ...rest } = schema;
   return { ...rest, ...numeric };

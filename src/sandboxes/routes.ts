@@ -11,8 +11,6 @@ export const sandboxSurface: Surface = { prefix: "/sandboxes", family: "sandbox"
 
 const MAX_TIMEOUT_SEC = 86_400;
 const tags = ["sandboxes"];
-/** OpenAPI: either credential works on this surface. */
-const security: Record<string, string[]>[] = [{ bearer: [] }, { apiKeyHeader: [] }];
 
 const ErrorSchema = t.Object({ code: t.Integer(), message: t.String() });
 const SandboxSchema = named("Sandbox", t.Object({
@@ -78,7 +76,6 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         response: { 200: SandboxSchema, 400: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema },
         detail: {
           tags,
-          security,
           operationId: "createSandbox", summary: "Create a sandbox",
           description:
             "Starts a sandbox from a template (`base`, `code_interpreter`, or configured ones) and returns it `running`. `unknown template: <name>` gives 400; a template whose host requirements are missing (e.g. bubblewrap, python3) gives 503 naming what to install.",
@@ -88,12 +85,12 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
     .get("", async ({ auth, query }) => (await sandboxes.list(auth.organizationId, query.status)).map(sandboxJson), {
       query: t.Object({ status: t.Optional(t.Union(STATUSES.map((v) => t.Literal(v)), { error: `status must be one of ${STATUSES.join(", ")}` })) }),
       response: { 200: t.Array(SandboxSchema), 400: ErrorSchema },
-      detail: { tags, security, operationId: "listSandboxes", summary: "List the organization's sandboxes", description: "Newest first, including stopped ones; filter with `status`." },
+      detail: { tags, operationId: "listSandboxes", summary: "List the organization's sandboxes", description: "Newest first, including stopped ones; filter with `status`." },
     })
     .get("/:id", async ({ auth, params }) => sandboxJson(await sandboxes.get(auth.organizationId, params.id)), {
       params: idParams,
       response: { 200: SandboxSchema, 400: ErrorSchema, 404: ErrorSchema },
-      detail: { tags, security, operationId: "getSandbox", summary: "Get a sandbox", description: "Destroyed sandboxes stay readable with status `stopped`." },
+      detail: { tags, operationId: "getSandbox", summary: "Get a sandbox", description: "Destroyed sandboxes stay readable with status `stopped`." },
     })
     .delete(
       "/:id",
@@ -104,7 +101,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       },
       {
         params: idParams,
-        detail: { tags, security, operationId: "deleteSandbox", ...responds({ 204: null }, [404, 409]), summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 409 when already stopped." },
+        detail: { tags, operationId: "deleteSandbox", ...responds({ 204: null }, [404, 409]), summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 409 when already stopped." },
       },
     )
     .post(
@@ -115,7 +112,6 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         response: { 200: SandboxSchema, 404: ErrorSchema, 409: ErrorSchema, 502: ErrorSchema },
         detail: {
           tags,
-          security,
           operationId: "pauseSandbox", summary: "Pause a sandbox",
           description: "Freezes every process; memory and files are kept. 409 when already paused or stopped; 502 `failed to pause sandbox in provider`.",
         },
@@ -130,7 +126,6 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         response: { 200: SandboxSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail: {
           tags,
-          security,
           operationId: "connectSandbox", summary: "Connect to (and resume) a sandbox",
           description: "Resumes a paused sandbox (event `resumed`); on a running one only applies `timeout`. 409 when stopped.",
         },
@@ -146,7 +141,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         params: idParams,
         body: t.Object({ timeout: timeoutField("Seconds from now; overwrites the previous TTL") }),
-        detail: { tags, security, operationId: "setSandboxTimeout", ...responds({ 204: null }, [404, 409]), summary: "Set a sandbox's TTL", description: "204. endAt becomes now + timeout (event `updated`). 409 when stopped." },
+        detail: { tags, operationId: "setSandboxTimeout", ...responds({ 204: null }, [404, 409]), summary: "Set a sandbox's TTL", description: "204. endAt becomes now + timeout (event `updated`). 409 when stopped." },
       },
     )
     .post(
@@ -162,7 +157,6 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         response: { 200: ProcessResultSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail: {
           tags,
-          security,
           operationId: "runSandboxProcess", summary: "Run a process",
           description:
             "Runs `cmd` with `args` (no shell; use `sh -c` for one) in /home/user with the sandbox's envVars, and waits for it. stdout and stderr are capped (1 MiB each by default) with a `[stdout truncated: ...]` marker. At `timeout` (default 60 s) the command's whole process tree is killed and exitCode is 124. Processes it leaves in the background keep running until the sandbox is destroyed. 409 when the sandbox is paused or stopped.",
@@ -173,13 +167,13 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       params: idParams,
       query: pathQuery,
       response: { 200: t.Array(EntrySchema), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-      detail: { tags, security, operationId: "listSandboxDirectory", summary: "List a directory", description: "Entries sorted by name; symlinks are reported as what they point to." },
+      detail: { tags, operationId: "listSandboxDirectory", summary: "List a directory", description: "Entries sorted by name; symlinks are reported as what they point to." },
     })
     .get("/:id/filesystem", async ({ auth, params, query }) => sandboxes.readFile(auth.organizationId, params.id, query.path), {
       params: idParams,
       query: pathQuery,
       response: { 200: t.Object({ content: t.String({ description: "base64" }), path: t.String() }), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
-      detail: { tags, security, operationId: "readSandboxFile", summary: "Read a file", description: "Files over 1 MB give 400; a missing file 404." },
+      detail: { tags, operationId: "readSandboxFile", summary: "Read a file", description: "Files over 1 MB give 400; a missing file 404." },
     })
     .post(
       "/:id/filesystem",
@@ -196,7 +190,6 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
         response: { 200: EntrySchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail: {
           tags,
-          security,
           operationId: "writeSandboxFile", summary: "Write a file",
           description: "Body `{path, content}` with base64 content; creates parent directories and replaces an existing file. Returns the Directory entry written.",
         },
@@ -212,7 +205,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         params: idParams,
         query: pathQuery,
-        detail: { tags, security, operationId: "deleteSandboxFile", ...responds({ 204: null }, [404, 409]), summary: "Delete a file or directory", description: "Query `path`; directories are removed with their contents. 204; 404 when missing." },
+        detail: { tags, operationId: "deleteSandboxFile", ...responds({ 204: null }, [404, 409]), summary: "Delete a file or directory", description: "Query `path`; directories are removed with their contents. 204; 404 when missing." },
       },
     );
 }

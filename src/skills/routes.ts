@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
-import { idCursor, limitOf, MAX_LIMIT } from "../agents/page";
+import { idCursor, limitOf, DEFAULT_LIMIT, MAX_LIMIT } from "../agents/page";
 import type { Services } from "../services";
 import { bundleFromUploads, MAX_BUNDLE_BYTES, MAX_FILES, uploadsFromForm } from "./bundle";
 import { SKILL_PREFIX, SkillRepository, skillJson, VERSION_PREFIX, versionJson } from "./store";
@@ -52,7 +52,7 @@ const uploadBody = (what: string) => ({
   content: { "multipart/form-data": { schema: UploadSchema } },
 });
 
-const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
+const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, error: `limit must be an integer from 1 to ${MAX_LIMIT}` }));
 const SkillParams = t.Object({ skill_id: t.String() });
 const VersionParams = t.Object({ skill_id: t.String(), version: t.String({ description: "A version id, or `latest`" }) });
 const SOURCES = ["custom", "anthropic", "anthropic_example", "plugin"];
