@@ -17,7 +17,9 @@ export function openapiRoutes(sources: () => DocumentSources, publicUrl?: string
   };
   return new Elysia()
     // The server is PUBLIC_URL, else the origin the document was fetched from, so a client
-    // generated from it calls the service it came from.
+    // generated from it calls the service it came from. Threat: a forged Host header names
+    // another server; it reaches only the client that sent it (the answer is built per
+    // request and never cached here), and PUBLIC_URL pins it behind proxies.
     .get("/openapi.json", ({ request }) => ({ ...doc(), servers: [{ url: publicUrl ?? new URL(request.url).origin, description: "This service" }] }), { detail: { hide: true } })
     .get("/docs", () => new Response(DOCS_PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), { detail: { hide: true } })
     .get(
