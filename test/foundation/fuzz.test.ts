@@ -106,14 +106,25 @@ async function snapshotOfB(): Promise<unknown> {
   return out;
 }
 
-type OpenApi = { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: { content?: Record<string, { schema?: any }> } }>> };
+type OpenApi = {
+  paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: { content?: Record<string, { schema?: any }> } }>>;
+  components?: { schemas?: Record<string, any> };
+};
+
+/** The schema with its component references replaced by the components (named bodies such as ChatCompletionRequest). */
+function inlineRefs(doc: OpenApi, schema: any, depth = 0): any {
+  if (!schema || typeof schema !== "object" || depth > 12) return schema;
+  if (Array.isArray(schema)) return schema.map((s) => inlineRefs(doc, s, depth + 1));
+  if (typeof schema.$ref === "string") return inlineRefs(doc, doc.components?.schemas?.[schema.$ref.split("/").pop()], depth + 1);
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlineRefs(doc, v, depth + 1)]));
+}
 
 function operationsOf(doc: OpenApi): Operation[] {
   const ops: Operation[] = [];
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       const content = op.requestBody?.content ?? {};
-      const schema = content["application/json"]?.schema;
+      const schema = inlineRefs(doc, content["application/json"]?.schema);
       ops.push({
         method: method.toUpperCase(),
         path,
