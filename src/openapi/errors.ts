@@ -114,7 +114,11 @@ export function errorResponse(surface: Surface, status: number): Record<string, 
 export function surfaceErrorStatuses(surface: Surface, method: string, hasPathParams: boolean): number[] {
   const out = new Set<number>([400, 500]);
   if (surface.credentials !== "none") out.add(401);
-  if (surface.credentials === "admin") out.add(403);
+  if (surface.credentials === "admin") {
+    out.add(403);
+    // The admin API is off (404) while ADMIN_TOKEN is unset.
+    out.add(404);
+  }
   if (surface.scope) out.add(403);
   if (surface.spendLimitStatus) out.add(surface.spendLimitStatus);
   if (surface.credentials !== "none" && surface.credentials !== "admin") out.add(429);

@@ -29,7 +29,7 @@ export interface TestService {
  * The real service, in-process, listening on a free 127.0.0.1 port, on a fresh
  * database (PGlite, or PostgreSQL with TEST_DATABASE_URL). Extra env vars configure it.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { modules?: RouteModule[] } = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { modules?: RouteModule[]; checkContract?: boolean } = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
   const { database, drop } = await freshDatabase();
   let server: RunningServer;
@@ -46,7 +46,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       HOME: process.env.HOME,
       ...env,
     });
-    server = await startServer(config, { database, modules: opts.modules, observeResponses: contractObserver });
+    server = await startServer(config, { database, modules: opts.modules, observeResponses: opts.checkContract === false ? undefined : contractObserver });
   } catch (err) {
     // A service that failed to start (a bad setting, a port in use) leaves nothing behind.
     await drop();
