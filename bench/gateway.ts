@@ -25,7 +25,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { procStat } from "../src/sandboxes/local/procfs";
+import { procStat } from "../providers/local/procfs";
 import { fmt, percentile, startChild } from "./lib";
 
 /** Seconds per throughput round; BENCH_TP_ROUNDS interleaved rounds per target. */

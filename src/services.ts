@@ -7,7 +7,7 @@ import { AuthCache } from "./keys/auth-cache";
 import { KeyRepository } from "./keys/keys";
 import { newLocalAdminToken } from "./keys/local-admin";
 import { createLogger, type Logger } from "./log";
-import type { PluginModule } from "./registry/plugin";
+import { type PluginModule, pluginApi } from "./plugin-api";
 import { Registry } from "./registry/registry";
 
 /**
@@ -58,6 +58,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   await authCache.start();
   const registry = await Registry.load({
     builtins: opts.builtins ?? builtinPlugins,
+    api: pluginApi,
     pluginsDir: config.pluginsDir,
     providers: config.file.providers,
     env: config.env,

