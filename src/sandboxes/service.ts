@@ -264,9 +264,10 @@ export class SandboxService {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
+      const backend = this.pausing(row);
       let state: BackendState | void;
       try {
-        state = await this.pausing(row).pause(row.id, row.backendState);
+        state = await backend.pause(row.id, row.backendState);
       } catch (e) {
         this.log.warn("sandbox pause failed in backend", { sandboxId: id, err: e });
         throw new ApiError(502, "failed to pause sandbox in provider");

@@ -159,3 +159,38 @@ test("a sandbox backend must implement the capabilities its plugin serves; a mod
   const notProvider = load({ "p.js": `export default ({ Type }) => ({ kind: "model", name: "p", serves: ["chat"], configSchema: Type.Object({}), fromEnv: () => ({}), create: () => ({}) });` });
   await expect(notProvider.promise).rejects.toThrow(/provider p .*create\(\) must return a model provider with vendor, models and send\(\)/);
 });
+
+test("the sandbox API reaches a backend only through the capabilities its plugin serves: 501 naming what to do otherwise", async () => {
+  const pluginsDir = mkdtempSync(join(dir, "lifecycle-only-"));
+  // A backend that only starts and stops sandboxes: it serves no capability.
+  writeFileSync(
+    join(pluginsDir, "box.js"),
+    `export default ({ Type }) => ({ kind: "sandbox", name: "box", serves: [], configSchema: Type.Object({}), fromEnv: () => ({}),
+      create: () => ({ templateProblem() {}, async create() { return {}; }, async destroy() {}, async liveness() { return "running"; },
+        async exec() { throw new Error("must not be called: not served"); } }) });`,
+  );
+  const configFile = join(dir, "box.json");
+  writeFileSync(configFile, JSON.stringify({ sandboxes: { templates: { boxed: { backend: "box" } } } }));
+  const svc = await startTestService({ PLUGINS_DIR: pluginsDir, CONFIG_FILE: configFile });
+  try {
+    const { key } = await svc.key(await svc.org());
+    const call = (method: string, path: string, body?: unknown) =>
+      svc.fetch(path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const created = await call("POST", "/sandboxes", { templateID: "boxed" });
+    expect(created.status).toBe(200);
+    const id = (await created.json()).sandboxID;
+    const exec = await call("POST", `/sandboxes/${id}/processes`, { cmd: "echo", args: ["hi"] });
+    expect(exec.status).toBe(501);
+    expect(await exec.json()).toEqual({ code: 501, message: "sandbox backend 'box' does not run processes; use a template on a backend whose plugin serves it" });
+    const pause = await call("POST", `/sandboxes/${id}/pause`);
+    expect(pause.status).toBe(501);
+    expect((await pause.json()).message).toContain("does not pause sandboxes");
+    expect((await call("DELETE", `/sandboxes/${id}`)).status).toBe(204);
+  } finally {
+    await svc.close();
+  }
+});
