@@ -5,7 +5,7 @@ import type { RouteModule } from "./http/route-module";
 import { eventsModule } from "./events/routes";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
-import { corsOriginsFrom, corsPlugin } from "./cors";
+import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
@@ -52,7 +52,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     dispatch: (request: Request): Promise<Response> => app.handle(request),
   };
   // CORS first: a preflight is answered before authentication (it never carries credentials).
-  let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));
+  let app = new Elysia().use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
     const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");

@@ -5,8 +5,7 @@ import type { Surface } from "../http/surfaces";
 import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
-import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";
-import { egressPolicyFromEnv } from "../egress";
+import { DeliveryWorker, deliverySettings } from "./delivery";
 import { sealStoredSecrets, secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
 import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";
@@ -101,7 +100,7 @@ function deliveryCursor(cursor: string | undefined): number | undefined {
 }
 
 export function eventsRoutes(s: Services) {
-  const repo = new WebhookRepository(s.db, egressPolicyFromEnv(s.config.env), secretBoxFor(s));
+  const repo = new WebhookRepository(s.db, s.config.egress, secretBoxFor(s));
   const tags = ["events"];
   const listEvents = async (organizationId: string, query: { limit?: number; cursor?: string }, sandboxId?: string) => {
     const { rows, more } = await listSandboxEvents(s.db, organizationId, { sandboxId, limit: query.limit ?? 50, before: eventCursor(query.cursor) });
@@ -212,7 +211,7 @@ export const eventsModule: RouteModule = {
   async start(s) {
     const secrets = secretBoxFor(s);
     await sealStoredSecrets(s.db, secrets, s.log);
-    const worker = new DeliveryWorker(s.db, egressPolicyFromEnv(s.config.env), deliverySettingsFromEnv(s.config.env), s.log, secrets);
+    const worker = new DeliveryWorker(s.db, s.config.egress, deliverySettings(s.config.events), s.log, secrets);
     await worker.start();
     return () => worker.stop();
   },

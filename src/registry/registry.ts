@@ -4,6 +4,7 @@ import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { ConfigFile } from "../config";
 import type { Logger } from "../log";
+import { sectionProblem } from "../settings/config-section";
 import { type PluginContext, type PluginDefinition, PluginDefinitionSchema, type PluginKind, type PluginModule } from "./plugin";
 
 export class PluginError extends Error {}
@@ -60,8 +61,8 @@ export class Registry {
 
   addPlugin(mod: PluginModule, source: string): LoadedPlugin {
     const definition = typeof mod === "function" ? mod({ Type }) : mod;
-    const problem = firstError(PluginDefinitionSchema, definition);
-    if (problem) throw new PluginError(`plugin ${source}: field "${problem.field}": ${problem.message}`);
+    const problem = sectionProblem(PluginDefinitionSchema, definition, `plugin ${source}`);
+    if (problem) throw new PluginError(problem);
     const existing = this.plugins.get(definition.name);
     if (existing) throw new PluginError(`plugin ${source}: name "${definition.name}" is already taken by ${existing.source}`);
     const loaded = { definition, source };
@@ -88,8 +89,8 @@ export class Registry {
       if (!plugin) throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}" (known: ${[...this.plugins.keys()].join(", ") || "none"})`);
       // Defaults first, so an omitted optional setting is not reported as missing.
       const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));
-      const problem = firstError(plugin.definition.configSchema, config);
-      if (problem) throw new PluginError(`${w.origin} (plugin ${plugin.source}): field "${problem.field}": ${problem.message}`);
+      const problem = sectionProblem(plugin.definition.configSchema, config, `${w.origin} (plugin ${plugin.source})`);
+      if (problem) throw new PluginError(problem);
       const ctx: PluginContext = { instanceName: w.name, log: opts.log.child({ provider: w.name }), dataDir: opts.dataDir, env: opts.env };
       const instance = await plugin.definition.create(config as never, ctx);
       this.instances.set(w.name, { name: w.name, plugin, instance });
@@ -125,10 +126,4 @@ function pluginFiles(dir: string): string[] {
     .filter((n) => /\.(ts|js|mjs)$/.test(n) && !n.endsWith(".d.ts") && !n.startsWith("."))
     .sort()
     .map((n) => join(dir, n));
-}
-
-function firstError(schema: Parameters<typeof Value.Errors>[0], value: unknown): { field: string; message: string } | undefined {
-  const first = Value.Errors(schema, value).First();
-  if (!first) return undefined;
-  return { field: first.path.replace(/^\//, "").replace(/\//g, ".") || "(root)", message: first.message };
 }

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
-import { ConfigError, type ConfigFile } from "../config";
+import type { ConfigFile } from "../config";
+import { ConfigError } from "../settings";
+import { sectionProblem } from "../settings/config-section";
 import type { SandboxResources, SandboxTemplate } from "./backend";
 
 /**
@@ -89,8 +90,8 @@ export function loadTemplates(file: ConfigFile): Map<string, SandboxTemplate> {
   const out = new Map<string, SandboxTemplate>();
   for (const [id, entry] of Object.entries(merged)) {
     if (entry === null) continue;
-    const first = Value.Errors(TemplateSchema, entry).First();
-    if (first) throw new ConfigError(`CONFIG_FILE sandboxes.templates.${id}: field "${first.path.replace(/^\//, "") || "(root)"}": ${first.message}`);
+    const problem = sectionProblem(TemplateSchema, entry, `CONFIG_FILE sandboxes.templates.${id}`);
+    if (problem) throw new ConfigError(problem);
     out.set(id, { id, ...(entry as Omit<SandboxTemplate, "id">) });
   }
   return out;
