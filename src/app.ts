@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { bodyParser, corePlugin } from "./http/core";
 import { boundValidationErrors, installFastFirstError } from "./http/validation";
 import type { RouteModule } from "./http/route-module";
-import { eventsModule } from "./events/routes";
+import { eventsModule } from "./events";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
 import { corsPlugin } from "./cors";
@@ -14,19 +14,20 @@ import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
-import { meteringModule } from "./metering/module";
+import { meteringModule } from "./metering";
 import { openapiRoutes } from "./openapi";
-import { adminRoutes, adminSurface } from "./keys/admin-routes";
+import { keysModule } from "./keys";
 import type { Services } from "./services";
 
 /**
- * Every route module of the service. A new domain adds one line here; its routes
- * declare their family and credentials once, through their surfaces.
+ * Every route module of the service. A new domain adds one line here, importing the
+ * module from the domain's index.ts; its routes declare their family and credentials
+ * once, through their surfaces.
  */
 export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
   { surfaces: [], routes: homeRoutes },
-  { surfaces: [adminSurface], routes: adminRoutes },
+  keysModule,
   meteringModule,
   limitsModule,
   gatewayModule,

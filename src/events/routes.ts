@@ -2,11 +2,9 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
-import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
-import { DeliveryWorker, deliverySettings } from "./delivery";
-import { sealStoredSecrets, secretBoxFor } from "./secrets";
+import { secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
 import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";
 
@@ -203,16 +201,3 @@ export function eventsRoutes(s: Services) {
       },
     );
 }
-
-/** The events domain: routes on /events plus the delivery worker. */
-export const eventsModule: RouteModule = {
-  surfaces: [eventsSurface],
-  routes: eventsRoutes,
-  async start(s) {
-    const secrets = secretBoxFor(s);
-    await sealStoredSecrets(s.db, secrets, s.log);
-    const worker = new DeliveryWorker(s.db, s.config.egress, deliverySettings(s.config.events), s.log, secrets);
-    await worker.start();
-    return () => worker.stop();
-  },
-};

@@ -1,4 +1,6 @@
+import { Elysia } from "elysia";
 import { catalogFor } from "../catalog";
+import type { RouteModule } from "../http/route-module";
 import type { Services } from "../services";
 import { BatchingUsageMeter } from "./meter";
 
@@ -22,3 +24,17 @@ export function usageMeterFor(s: Services): BatchingUsageMeter {
   }
   return m;
 }
+
+/**
+ * No routes: builds the catalog at start-up (so a bad `catalog` section in CONFIG_FILE
+ * stops the service at once instead of failing the first request) and creates the usage
+ * meter early, so its shutdown drain is registered before any request can record usage.
+ */
+export const meteringModule: RouteModule = {
+  surfaces: [],
+  routes: () => new Elysia({ name: "metering" }),
+  async start(s) {
+    catalogFor(s);
+    usageMeterFor(s);
+  },
+};

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { startModules } from "../../src/app";
 import { loadConfig } from "../../src/config";
-import { meteringModule } from "../../src/metering/module";
+import { meteringModule } from "../../src/metering";
 import { catalogFor } from "../../src/catalog";
 import { rowsOf } from "../../src/db/client";
 import { hashKey } from "../../src/keys/keys";
