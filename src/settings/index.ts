@@ -31,7 +31,7 @@ export const SETTINGS = {
   adminToken: optionalText("ADMIN_TOKEN", { secret: true }),
   pluginsDir: optionalPath("PLUGINS_DIR"),
   configFilePath: optionalPath("CONFIG_FILE"),
-  logLevel: oneOf("LOG_LEVEL", LOG_LEVELS, "info"),
+  logLevel: oneOf("LOG_LEVEL", LOG_LEVELS, "info", { anyCase: true }),
   /** Create organization `default` and print one key when the database is empty. */
   bootstrap: yesNo("BOOTSTRAP", true),
   /** Largest accepted request body, in bytes (spec: 10 MB for all requests). */
@@ -134,6 +134,7 @@ export const SETTINGS = {
     e2bDomain: optionalText("E2B_DOMAIN"),
     e2bApiUrl: httpUrl("E2B_API_URL"),
     e2bSandboxUrl: httpUrl("E2B_SANDBOX_URL"),
+    // Exact words: the local plugin compares the raw value, so "OFF" must not pass here as "off".
     sandboxLocal: oneOf("SANDBOX_LOCAL", ["on", "off", "without-cgroups"], "on"),
   },
 };

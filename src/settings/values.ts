@@ -26,7 +26,9 @@ const withoutCredentials = (url: string) => url.split("@").pop() ?? "";
 export const postgresUrl = (name: string) =>
   matching(name, /^postgres(ql)?:\/\//, "a postgres:// URL; unset it to use the embedded database", { shown: withoutCredentials });
 
-export const redisUrl = (name: string) => matching(name, /^redis(s|\+tls|\+unix|\+tls\+unix)?:\/\//, "a redis:// or rediss:// URL", { shown: withoutCredentials });
+/** The schemes Bun's Redis client takes. */
+export const redisUrl = (name: string) =>
+  matching(name, /^(redis|rediss|valkey|valkeys)(\+tls|\+unix|\+tls\+unix)?:\/\//, "a redis:// or rediss:// URL (or valkey://, redis+unix://, redis+tls://)", { shown: withoutCredentials });
 
 /** An http(s) base URL (a provider's API root); a path is allowed. */
 export const httpUrl = (name: string) => matching(name, /^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/, "an http:// or https:// URL", { shown: withoutCredentials });

@@ -77,9 +77,10 @@ export function yesNo(name: string, fallback: boolean): Variable<boolean> {
   return new Variable(name, "true or false", checked(Type.Boolean(), convert), () => fallback);
 }
 
-export function oneOf<const V extends string>(name: string, values: readonly V[], fallback: V): Variable<V> {
+/** One word of a list; `anyCase` accepts it in any case (as the lower-case word). */
+export function oneOf<const V extends string>(name: string, values: readonly V[], fallback: V, opts: { anyCase?: boolean } = {}): Variable<V> {
   const schema = Type.Union(values.map((v) => Type.Literal(v)));
-  return new Variable(name, `one of ${values.join(", ")}`, checked(schema, (text) => text.toLowerCase()), () => fallback) as Variable<V>;
+  return new Variable(name, `one of ${values.join(", ")}`, checked(schema, (text) => (opts.anyCase ? text.toLowerCase() : text)), () => fallback) as Variable<V>;
 }
 
 /** Free text (a host name, a prefix, a credential): only blank is refused, as unset. */

@@ -59,6 +59,8 @@ test("paths, URLs, durations and lists: parsed once, refused by name with what w
   expect(refusal({ REDIS_URL: "127.0.0.1:6379" })).toStartWith("REDIS_URL must be a redis:// or rediss:// URL");
   expect(refusal({ OPENAI_BASE_URL: "api.openai.com/v1" })).toStartWith("OPENAI_BASE_URL must be an http:// or https:// URL");
   expect(refusal({ SANDBOX_LOCAL: "no" })).toStartWith("SANDBOX_LOCAL must be one of on, off, without-cgroups");
+  expect(refusal({ SANDBOX_LOCAL: "OFF" })).toStartWith("SANDBOX_LOCAL must be one of");
+  for (const url of ["redis://127.0.0.1:6379", "rediss://u:p@cache:6380/1", "valkey://cache", "redis+unix:///run/redis.sock"]) expect(readSettings({ REDIS_URL: url }).redisUrl).toBe(url);
   expect(refusal({ GENERATION_TIMEOUT: "soon" })).toStartWith("GENERATION_TIMEOUT must be a positive duration such as 500ms, 5s, 5m or 2h");
   expect(refusal({ GENERATION_LEASE: "1s" })).toStartWith("GENERATION_LEASE must be a duration of at least 2s");
   expect(refusal({ EVENTS_RETRY_SCHEDULE: "5s,often" })).toBe('EVENTS_RETRY_SCHEDULE must be a comma-separated list of durations such as 5s,5m,2h (got "5s,often"; "often" is not a duration)');
