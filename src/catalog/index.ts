@@ -55,8 +55,8 @@ class ModelCatalog implements Catalog {
     const outputTokens = Math.max(0, usage.outputTokens || 0);
     if (entry.pricedBy && !entry.priceOverridden && !isFlat(entry.rule)) {
       // Long-context tiers and date-dependent prices, as the dataset's own calculator
-      // computes them (pricing.ts); the calculator itself (7-80 us a call) only for a
-      // price shape that module does not know.
+      // computes them (pricing.ts); the calculator itself, which sets up per call, only for
+      // a price shape that module does not know.
       const timestamp = new Date(at);
       const own = entry.rule && ruleCost(entry.rule, inputTokens, outputTokens, timestamp);
       if (own !== undefined) return own;
@@ -100,7 +100,7 @@ function isFlat(rule: ModelInfo | undefined): boolean {
  * nothing else) is one number per token direction: neither of those two is tiered and no
  * per-request fee applies. Prices of other usage (audio, image, cached tokens) apply to
  * counts the gateway never passes, so they do not make a rule tiered: without them
- * Gemini 2.5 Flash (an audio price) took the calculator's path, about 18 us per request.
+ * Gemini 2.5 Flash (an audio price) took the calculator's slow path on every request.
  */
 function hasOnlyFlatPrices(rule: ModelInfo): boolean {
   if (Array.isArray(rule.prices)) return false;

@@ -5,6 +5,7 @@ import type { ConfigFile } from "../config";
 import { PROTOCOLS } from "../gateway/protocols";
 import type { ModelProvider } from "../gateway/provider";
 import type { Logger } from "../log";
+import { sectionProblem } from "../settings/config-section";
 import { CAPABILITY_METHODS, SANDBOX_CAPABILITIES, type SandboxBackend } from "../sandboxes/backend";
 import { type ModelPluginDefinition, type PluginContext, type PluginDefinition, PluginDefinitionSchema, type PluginKind, type SandboxPluginDefinition } from "./plugin";
 
@@ -80,8 +81,7 @@ export class Registry {
   addPlugin<A>(mod: unknown, api: A, source: string): LoadedPlugin {
     const definition: unknown = typeof mod === "function" ? mod(api) : mod;
     if (!isDefinition(definition)) {
-      const problem = firstError(PluginDefinitionSchema, definition) ?? { field: "(root)", message: "not a plugin definition" };
-      throw new PluginError(`plugin ${source}: field "${problem.field}": ${problem.message}`);
+      throw new PluginError(sectionProblem(PluginDefinitionSchema, definition, `plugin ${source}`) ?? `plugin ${source}: not a plugin definition`);
     }
     const known: readonly string[] = definition.kind === "model" ? PROTOCOLS : SANDBOX_CAPABILITIES;
     const unknownServes = definition.serves.filter((s) => !known.includes(s));
@@ -114,8 +114,8 @@ export class Registry {
       if (!plugin) throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}" (known: ${[...this.plugins.keys()].join(", ") || "none"})`);
       // Defaults first, so an omitted optional setting is not reported as missing.
       const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));
-      const problem = firstError(plugin.definition.configSchema, config);
-      if (problem) throw new PluginError(`${w.origin} (plugin ${plugin.source}): field "${problem.field}": ${problem.message}`);
+      const problem = sectionProblem(plugin.definition.configSchema, config, `${w.origin} (plugin ${plugin.source})`);
+      if (problem) throw new PluginError(problem);
       const ctx: PluginContext = { instanceName: w.name, log: opts.log.child({ provider: w.name }), dataDir: opts.dataDir, env: opts.env };
       this.instances.set(w.name, await instantiate(w.name, plugin, config, ctx));
       opts.log.info("provider ready", { provider: w.name, plugin: plugin.definition.name, kind: plugin.definition.kind });
@@ -187,10 +187,4 @@ function pluginFiles(dir: string): string[] {
     .filter((n) => /\.(ts|js|mjs)$/.test(n) && !n.endsWith(".d.ts") && !n.startsWith("."))
     .sort()
     .map((n) => join(dir, n));
-}
-
-function firstError(schema: Parameters<typeof Value.Errors>[0], value: unknown): { field: string; message: string } | undefined {
-  const first = Value.Errors(schema, value).First();
-  if (!first) return undefined;
-  return { field: first.path.replace(/^\//, "").replace(/\//g, ".") || "(root)", message: first.message };
 }

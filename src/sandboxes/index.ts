@@ -19,12 +19,6 @@ export function sandboxServiceOf(s: Services): SandboxService {
   return svc;
 }
 
-/** Reaper period; SANDBOX_REAPER_INTERVAL_MS overrides (tests use a short one). */
-function reaperInterval(s: Services): number {
-  const n = Number(s.config.env.SANDBOX_REAPER_INTERVAL_MS ?? 1000);
-  return Number.isFinite(n) && n >= 10 ? n : 1000;
-}
-
 export const sandboxesModule: RouteModule = {
   surfaces: [sandboxSurface],
   routes: (s) => sandboxRoutes(s, sandboxServiceOf(s)),
@@ -45,7 +39,7 @@ export const sandboxesModule: RouteModule = {
         .reapExpired()
         .then(() => {}, (e) => s.log.error("sandbox reaper failed", { err: e }))
         .finally(() => (running = undefined));
-    }, reaperInterval(s));
+    }, s.config.sandboxes.reaperIntervalMs);
     return async () => {
       stopped = true;
       clearInterval(timer);

@@ -1,6 +1,7 @@
 import { type TProperties, Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
-import { ConfigError, type ConfigFile } from "../config";
+import type { ConfigFile } from "../config";
+import { ConfigError } from "../settings";
+import { sectionProblem } from "../settings/config-section";
 import type { SandboxResources, SandboxTemplate, SharedTemplate } from "./backend";
 
 /**
@@ -94,8 +95,8 @@ export function loadTemplates(file: ConfigFile, fieldsOf: (backend: string) => T
     const backend = (entry as { backend?: unknown })?.backend;
     const own = typeof backend === "string" ? fieldsOf(backend) : undefined;
     const schema = Type.Object({ ...SHARED_FIELDS, ...own }, { additionalProperties: own === undefined && typeof backend === "string" });
-    const first = Value.Errors(schema, entry).First();
-    if (first) throw new ConfigError(`CONFIG_FILE sandboxes.templates.${id}: field "${first.path.replace(/^\//, "") || "(root)"}": ${first.message}`);
+    const problem = sectionProblem(schema, entry, `CONFIG_FILE sandboxes.templates.${id}`);
+    if (problem) throw new ConfigError(problem);
     out.set(id, { id, ...(entry as Omit<SharedTemplate, "id">) });
   }
   return out;

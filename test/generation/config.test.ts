@@ -2,10 +2,11 @@ import { expect, test } from "bun:test";
 import { builtinPlugins } from "../../providers";
 import { buildCatalog, vendorSources } from "../../src/catalog";
 import { ConfigError } from "../../src/config";
-import { generationSettings } from "../../src/generation/config";
+import { readSettings } from "../../src/settings";
 import { GenerationPricing } from "../../src/generation/pricing";
 
 test("settings: defaults, and bad values stop start-up naming the variable", () => {
+  const generationSettings = (env: Record<string, string>) => ({ ...readSettings(env).generation, publicUrl: readSettings(env).publicUrl });
   const d = generationSettings({});
   expect([d.timeoutMs, d.workers, d.leaseMs, d.retentionMs, d.syncWaitMs]).toEqual([900_000, 8, 300_000, 720 * 3_600_000, 240_000]);
   expect(d.callbackRetryMs).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
@@ -13,7 +14,7 @@ test("settings: defaults, and bad values stop start-up naming the variable", () 
     [{ GENERATION_TIMEOUT: "soon" }, /GENERATION_TIMEOUT/],
     [{ GENERATION_WORKERS: "0" }, /GENERATION_WORKERS/],
     [{ GENERATION_WORKERS: "2.5" }, /GENERATION_WORKERS/],
-    [{ GENERATION_LEASE: "1s" }, /GENERATION_LEASE must be at least 2s/],
+    [{ GENERATION_LEASE: "1s" }, /GENERATION_LEASE must be a duration of at least 2s/],
     [{ GENERATION_CALLBACK_RETRY_SCHEDULE: "5s,often" }, /GENERATION_CALLBACK_RETRY_SCHEDULE/],
     [{ PUBLIC_URL: "https://gw.example.com/base" }, /PUBLIC_URL/],
   ];
