@@ -15,6 +15,8 @@ import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
+import { observabilityFor } from "./observability";
+import { metricsModule } from "./observability/routes";
 import { openapiRoutes } from "./openapi";
 import { adminRoutes, adminSurface } from "./keys/admin-routes";
 import type { Services } from "./services";
@@ -37,6 +39,7 @@ export const routeModules: RouteModule[] = [
   endpointsModule,
   deploymentsModule,
   generationModule,
+  metricsModule,
 ];
 
 export function createApp(s: Services, modules: RouteModule[] = routeModules) {
@@ -50,6 +53,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     localAdminToken: s.localAdminToken,
     afterAuth: s.afterAuth,
     dispatch: (request: Request): Promise<Response> => app.handle(request),
+    observe: observabilityFor(s),
   };
   // CORS first: a preflight is answered before authentication (it never carries credentials).
   let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));

@@ -3,6 +3,7 @@ import { ApiError } from "../http/errors";
 import { egressPolicyFromEnv } from "../egress";
 import { type KeyRecord, NotFoundError } from "../keys/keys";
 import { sandboxServiceOf } from "../sandboxes";
+import { observabilityFor } from "../observability";
 import type { Services } from "../services";
 import type { SessionHooks } from "./hooks";
 import { LeaseLost, SessionLease } from "./lease";
@@ -228,6 +229,7 @@ export class AgentRuntime {
     const timing = { sessionId, totalMs, modelMs: t.modelMs, toolMs: t.toolMs, loopMs: Math.max(0, totalMs - t.modelMs - t.toolMs) };
     if (this.turns.push(timing) > 1000) this.turns.shift();
     this.s.log.debug("agent turn finished", timing);
+    observabilityFor(this.s)?.agentTurn(timing);
   }
 
   private async agentOf(session: SessionRow): Promise<AgentRow | undefined> {

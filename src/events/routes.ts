@@ -5,6 +5,7 @@ import type { Surface } from "../http/surfaces";
 import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
+import { observabilityFor } from "../observability";
 import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";
 import { egressPolicyFromEnv } from "../egress";
 import { sealStoredSecrets, secretBoxFor } from "./secrets";
@@ -213,6 +214,7 @@ export const eventsModule: RouteModule = {
     const secrets = secretBoxFor(s);
     await sealStoredSecrets(s.db, secrets, s.log);
     const worker = new DeliveryWorker(s.db, egressPolicyFromEnv(s.config.env), deliverySettingsFromEnv(s.config.env), s.log, secrets);
+    worker.observe = observabilityFor(s);
     await worker.start();
     return () => worker.stop();
   },

@@ -1,4 +1,5 @@
 import type { RouteModule } from "../http/route-module";
+import { observabilityFor } from "../observability";
 import type { Services } from "../services";
 import type { SandboxBackend } from "./backend";
 import { sandboxRoutes, sandboxSurface } from "./routes";
@@ -12,6 +13,7 @@ export function sandboxServiceOf(s: Services): SandboxService {
   let svc = services.get(s);
   if (!svc) {
     svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file), s.log.child({ module: "sandboxes" }));
+    svc.observe = observabilityFor(s);
     services.set(s, svc);
   }
   return svc;

@@ -1,0 +1,31 @@
+import { sql } from "drizzle-orm";
+import { type Db, rowsOf } from "../db/client";
+import type { Logger } from "../log";
+import type { Metrics } from "./metrics";
+
+/**
+ * Series read at scrape time from the database and in-process queues. Only states that
+ * end are counted from tables (running sandboxes, pending tasks and deliveries); each
+ * count is served by a partial or status index, so a scrape stays cheap however many
+ * finished rows the tables hold. Finished work is counted by the counters as it happens.
+ */
+export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { usagePending: () => number }): void {
+  const counted = async (what: string, query: ReturnType<typeof sql>, set: (labels: Record<string, string>, value: number) => void, label?: string) => {
+    try {
+      for (const r of rowsOf<{ k?: string; n: number | string }>(await db.execute(query))) set(label ? { [label]: String(r.k) } : {}, Number(r.n));
+    } catch (err) {
+      // A scrape during a database outage still returns the process series.
+      log.warn("metrics: could not count " + what, { err: String(err) });
+    }
+  };
+  m.gauge("gateway_sandboxes", "Sandboxes not yet stopped, by state", ["state"], (set) =>
+    counted("sandboxes", sql`select status as k, count(*) as n from sandboxes where status in ('creating', 'running', 'paused') group by status`, set, "state"),
+  );
+  m.gauge("gateway_generation_tasks", "Generation tasks not yet finished, by state", ["state"], (set) =>
+    counted("generation tasks", sql`select status as k, count(*) as n from predictions where status in ('starting', 'processing') group by status`, set, "state"),
+  );
+  m.gauge("gateway_webhook_outbox_pending", "Webhook deliveries waiting for an attempt (the outbox depth)", [], (set) =>
+    counted("pending deliveries", sql`select count(*) as n from webhook_deliveries where status = 'pending'`, set),
+  );
+  m.gauge("gateway_usage_queue_depth", "Usage records queued in this process, not yet written to the database", [], (set) => set({}, queues.usagePending()));
+}
