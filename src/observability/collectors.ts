@@ -9,7 +9,12 @@ import type { Metrics } from "./metrics";
  * count is served by a partial or status index, so a scrape stays cheap however many
  * finished rows the tables hold. Finished work is counted by the counters as it happens.
  */
-export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { usagePending: () => number }): void {
+type SandboxUsage = { id: string; cpuSeconds?: number; memoryBytes?: number }[];
+
+/** Live sandboxes measured per scrape, at most this many (one series each). */
+const MAX_SANDBOX_SERIES = 500;
+
+export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { usagePending: () => number; sandboxUsage: (limit: number) => Promise<SandboxUsage> }): void {
   const counted = async (what: string, query: ReturnType<typeof sql>, set: (labels: Record<string, string>, value: number) => void, label?: string) => {
     try {
       for (const r of rowsOf<{ k?: string; n: number | string }>(await db.execute(query))) set(label ? { [label]: String(r.k) } : {}, Number(r.n));
@@ -27,5 +32,17 @@ export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { us
   m.gauge("gateway_webhook_outbox_pending", "Webhook deliveries waiting for an attempt (the outbox depth)", [], (set) =>
     counted("pending deliveries", sql`select count(*) as n from webhook_deliveries where status = 'pending'`, set),
   );
+  // Both per-sandbox series come from one read of the cgroups per scrape.
+  let usage: { at: number; read: Promise<SandboxUsage> } | undefined;
+  const sandboxUsage = () => {
+    if (!usage || Date.now() - usage.at > 1000) usage = { at: Date.now(), read: queues.sandboxUsage(MAX_SANDBOX_SERIES).catch(() => []) };
+    return usage.read;
+  };
+  m.gauge("gateway_sandbox_cpu_seconds", "CPU time used by each live sandbox so far (its cgroup; local backend)", ["sandbox"], async (set) => {
+    for (const u of await sandboxUsage()) if (u.cpuSeconds !== undefined) set({ sandbox: u.id }, u.cpuSeconds);
+  });
+  m.gauge("gateway_sandbox_memory_bytes", "Memory charged to each live sandbox now, tmpfs included (its cgroup; local backend)", ["sandbox"], async (set) => {
+    for (const u of await sandboxUsage()) if (u.memoryBytes !== undefined) set({ sandbox: u.id }, u.memoryBytes);
+  });
   m.gauge("gateway_usage_queue_depth", "Usage records queued in this process, not yet written to the database", [], (set) => set({}, queues.usagePending()));
 }

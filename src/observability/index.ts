@@ -1,6 +1,7 @@
 import { catalogFor } from "../catalog";
 import { ConfigError, intSetting } from "../config";
 import { usageMeterFor } from "../metering";
+import { sandboxServiceOf } from "../sandboxes";
 import type { UsageRecord } from "../metering";
 import type { Services } from "../services";
 import { registerCollectors } from "./collectors";
@@ -47,10 +48,11 @@ export function observabilityFor(s: Services): Observability | undefined {
     const metrics = ms ? new Metrics(ms) : undefined;
     const tracing = otlp ? new Tracing(otlp) : undefined;
     if (tracing) s.onShutdown.push(() => tracing.shutdown());
-    o = new Observability(metrics, tracing);
+    const plugins = new Map(s.registry.instancesOf("model").map((i) => [i.name, i.plugin.definition.name] as const));
+    o = new Observability(metrics, tracing, plugins);
     if (metrics) {
       const meter = usageMeterFor(s);
-      registerCollectors(metrics, s.db, s.log, { usagePending: () => meter.pending() });
+      registerCollectors(metrics, s.db, s.log, { usagePending: () => meter.pending(), sandboxUsage: (limit) => sandboxServiceOf(s).usage(limit) });
       const catalog = catalogFor(s);
       // Tokens, cost and duration of every metered request (model calls and generation tasks).
       meter.observe = (u: UsageRecord) =>

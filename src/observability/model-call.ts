@@ -47,6 +47,8 @@ export class ModelCallObservation {
     private readonly call: ModelCallInfo,
     private readonly metrics: Metrics | undefined,
     private readonly tracing: Tracing | undefined,
+    /** The GenAI system (the plugin's vendor name, e.g. `openai`) of a provider instance. */
+    private readonly systemOf: (c: CandidateInfo) => string,
   ) {
     this.operation = OPERATION[call.protocol] ?? call.protocol;
     if (!tracing) return;
@@ -60,7 +62,7 @@ export class ModelCallObservation {
   attempt(c: CandidateInfo, index: number): UpstreamAttempt {
     if (this.lastFailed && this.lastFailed !== c) this.metrics?.fallback(this.lastFailed.provider, this.lastFailed.model, this.call.protocol);
     this.lastFailed = undefined;
-    this.vendor = c.upstream.vendor;
+    this.vendor = this.systemOf(c);
     let span: Span | undefined;
     if (this.tracing) {
       const parent = this.held?.context ?? (this.own ? this.tracing.withSpan(this.own) : undefined);
@@ -69,8 +71,8 @@ export class ModelCallObservation {
         SpanKind.CLIENT,
         {
           "gen_ai.operation.name": this.operation,
-          "gen_ai.system": c.upstream.vendor,
-          "gen_ai.provider.name": c.upstream.vendor,
+          "gen_ai.system": this.vendor,
+          "gen_ai.provider.name": this.vendor,
           "gen_ai.request.model": c.model,
           "gateway.provider": c.provider,
           "gateway.attempt": index + 1,

@@ -22,6 +22,8 @@ export class Observability {
   constructor(
     readonly metrics: Metrics | undefined,
     readonly tracing: Tracing | undefined,
+    /** Provider instance name -> its plugin's name (the GenAI system: `openai`, `anthropic`...). */
+    private readonly plugins: ReadonlyMap<string, string> = new Map(),
   ) {}
 
   /** A request arrived (tracing: its span starts and becomes the active context). */
@@ -40,7 +42,7 @@ export class Observability {
   }
 
   modelCall(call: ModelCallInfo): ModelCallObservation {
-    return new ModelCallObservation(call, this.metrics, this.tracing);
+    return new ModelCallObservation(call, this.metrics, this.tracing, (c) => this.plugins.get(c.provider) ?? c.upstream.vendor);
   }
 
   cooldown(provider: string, model: string): void {

@@ -115,6 +115,8 @@ export interface SandboxBackend {
   /** Removes a file or a directory tree; BackendError 404 when missing. */
   remove(id: string, state: BackendState, path: string): Promise<void>;
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]>;
+  /** Resources in use now, where the backend can tell (the local one reads the sandbox's cgroup); metrics. */
+  usage?(id: string, state: BackendState): { cpuSeconds?: number; memoryBytes?: number } | undefined;
   /** Start-up reconciliation: is this sandbox still there? */
   liveness(id: string, state: BackendState): Promise<Liveness>;
   /** Start-up reconciliation: destroy leftovers the database does not know as live. */

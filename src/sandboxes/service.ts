@@ -330,6 +330,26 @@ export class SandboxService {
     return processResult;
   }
 
+  /**
+   * CPU and memory of the live sandboxes this process can measure (metrics); at most
+   * `limit`, so a scrape stays bounded however many sandboxes run.
+   */
+  async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number }[]> {
+    const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
+    const out: { id: string; cpuSeconds?: number; memoryBytes?: number }[] = [];
+    for (const row of rows) {
+      let backend: SandboxBackend;
+      try {
+        backend = this.backendOf(row);
+      } catch {
+        continue;
+      }
+      const u = backend.usage?.(row.id, row.backendState);
+      if (u) out.push({ id: row.id, ...u });
+    }
+    return out;
+  }
+
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
     const data = await this.call(() => this.backendOf(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");

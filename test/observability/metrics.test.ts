@@ -116,9 +116,13 @@ describe("series move", () => {
     expect(after.value("gateway_sandboxes", { state: "running" })).toBeGreaterThanOrEqual(1);
     expect(after.count("gateway_webhook_delivery_lag_seconds")).toBeGreaterThan(before.count("gateway_webhook_delivery_lag_seconds"));
     expect(after.families.some((f) => f.name === "gateway_webhook_outbox_pending")).toBe(true);
+    // CPU and memory of the sandbox, read from its cgroup.
+    expect(after.value("gateway_sandbox_memory_bytes", { sandbox: id })).toBeGreaterThan(0);
+    expect(after.labelValues("gateway_sandbox_cpu_seconds", "sandbox")).toContain(id);
     expect((await api("DELETE", `/sandboxes/${id}`)).status).toBe(204);
     const gone = await scrape();
     expect(gone.value("gateway_sandboxes", { state: "running" })).toBe(after.value("gateway_sandboxes", { state: "running" }) - 1);
+    expect(gone.labelValues("gateway_sandbox_memory_bytes", "sandbox")).not.toContain(id);
   });
 
   test("a generation task completes", async () => {
