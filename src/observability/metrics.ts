@@ -124,6 +124,12 @@ export class Metrics {
     help: "Agent turns finished (the session went idle)",
     registers: [this.registry],
   });
+  private readonly tools = new Counter({
+    name: "gateway_agent_tool_calls_total",
+    help: "Tool calls run by agents, by kind (builtin: in the session's sandbox; mcp) and result",
+    labelNames: ["kind", "result"] as const,
+    registers: [this.registry],
+  });
   private readonly turnTime = new Histogram({
     name: "gateway_agent_turn_seconds",
     help: "Time of agent turns by part: total, model (calls through the gateway), tool (sandbox and MCP), loop (the loop's own overhead)",
@@ -198,6 +204,10 @@ export class Metrics {
 
   taskFinished(type: string, state: string): void {
     this.tasks.inc({ type, state });
+  }
+
+  toolCall(kind: string, ok: boolean): void {
+    this.tools.inc({ kind, result: ok ? "ok" : "error" });
   }
 
   agentTurn(t: { totalMs: number; modelMs: number; toolMs: number; loopMs: number }): void {

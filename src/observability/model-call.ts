@@ -42,6 +42,7 @@ export class ModelCallObservation {
   private readonly own: Span | undefined;
   private lastFailed: CandidateInfo | undefined;
   private vendor: string | undefined;
+  private done = false;
 
   constructor(
     private readonly call: ModelCallInfo,
@@ -93,7 +94,8 @@ export class ModelCallObservation {
 
   /** The call's usage is known (the end of a stream, or the whole answer). */
   finished(r: ModelCallResult): void {
-    if (!this.tracing) return;
+    if (!this.tracing || this.done) return;
+    this.done = true;
     const attributes = {
       "gen_ai.usage.input_tokens": r.inputTokens,
       "gen_ai.usage.output_tokens": r.outputTokens,

@@ -76,6 +76,12 @@ export class Observability {
     this.metrics?.taskFinished(type, state);
   }
 
+  /** An agent's tool call (built-in in the sandbox, or MCP) ended after `ms`. */
+  toolCall(kind: string, name: string, ok: boolean, ms: number): void {
+    this.metrics?.toolCall(kind, ok);
+    this.tracing?.finished(`execute_tool ${name}`, { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gateway.tool.kind": kind }, performance.now() - ms, ok);
+  }
+
   agentTurn(t: TurnSample): void {
     this.metrics?.agentTurn(t);
     this.tracing?.finished(

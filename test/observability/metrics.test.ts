@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { metricsSettings } from "../../src/observability";
 import { metricsListener } from "../../src/observability/routes";
@@ -22,6 +23,9 @@ beforeAll(async () => {
   requireBubblewrap();
   mock = await startUpstream();
   mock.onMessage("say hello", { content: "Hello from upstream!", usage: { prompt_tokens: 11, completion_tokens: 5 } } as never);
+  // An agent turn: the model asks for bash, then answers once it has the tool's result.
+  mock.on({ userMessage: "metrics turn", hasToolResult: false }, { toolCalls: [{ name: "bash", arguments: JSON.stringify({ command: "echo hello" }) }] } as never);
+  mock.on({ userMessage: "metrics turn", hasToolResult: true }, { content: "done" } as never);
   mock.onImage("a red square", { image: { b64Json: PNG.toString("base64") } });
   receiver = startReceiver();
   svc = await startTestService({
@@ -138,6 +142,21 @@ describe("series move", () => {
     expect(after.value("gateway_generation_tasks_finished_total", labels) - before.value("gateway_generation_tasks_finished_total", labels)).toBe(1);
     expect(after.value("gateway_generation_tasks", { state: "processing" })).toBe(0);
   });
+});
+
+describe("agents", () => {
+  test("an agent turn with a tool call in its sandbox: turns, their parts, tool calls", async () => {
+    const before = await scrape();
+    const client = new Anthropic({ baseURL: svc.url, apiKey: key, maxRetries: 0 });
+    const env = await client.beta.environments.create({ name: "metrics" });
+    const agent = await client.beta.agents.create({ name: "builder", model: "claude-sonnet-4-5", system: "You run commands.", tools: [{ type: "agent_toolset_20260401" }] });
+    const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    await client.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "metrics turn" }] }] });
+    const after = await scrapeUntil((s) => s.value("gateway_agent_turns_total") > before.value("gateway_agent_turns_total"), 60_000);
+    expect(after.value("gateway_agent_turns_total") - before.value("gateway_agent_turns_total")).toBe(1);
+    expect(after.value("gateway_agent_tool_calls_total", { kind: "builtin", result: "ok" }) - before.value("gateway_agent_tool_calls_total", { kind: "builtin", result: "ok" })).toBe(1);
+    for (const part of ["total", "model", "tool", "loop"]) expect(after.count("gateway_agent_turn_seconds", { part }) - before.count("gateway_agent_turn_seconds", { part })).toBe(1);
+  }, 90_000);
 });
 
 describe("bounded labels", () => {
