@@ -32,12 +32,13 @@ export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { us
   m.gauge("gateway_webhook_outbox_pending", "Webhook deliveries waiting for an attempt (the outbox depth)", [], (set) =>
     counted("pending deliveries", sql`select count(*) as n from webhook_deliveries where status = 'pending'`, set),
   );
-  // Both per-sandbox series come from one read of the cgroups per scrape.
-  let usage: { at: number; read: Promise<SandboxUsage> } | undefined;
-  const sandboxUsage = () => {
-    if (!usage || Date.now() - usage.at > 1000) usage = { at: Date.now(), read: queues.sandboxUsage(MAX_SANDBOX_SERIES).catch(() => []) };
-    return usage.read;
-  };
+  // Both per-sandbox series are collected side by side in a scrape: they share the read in flight.
+  let reading: Promise<SandboxUsage> | undefined;
+  const sandboxUsage = () =>
+    (reading ??= queues
+      .sandboxUsage(MAX_SANDBOX_SERIES)
+      .catch(() => [])
+      .finally(() => (reading = undefined)));
   m.gauge("gateway_sandbox_cpu_seconds", "CPU time used by each live sandbox so far (its cgroup; local backend)", ["sandbox"], async (set) => {
     for (const u of await sandboxUsage()) if (u.cpuSeconds !== undefined) set({ sandbox: u.id }, u.cpuSeconds);
   });

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { ConfigError } from "../config";
 import { sameSecret } from "../http/auth";
 import { ApiError, errorResponse } from "../http/errors";
 import type { RouteModule } from "../http/route-module";
@@ -55,16 +56,13 @@ export const metricsModule: RouteModule = {
     const settings = metricsSettings(s.config.env);
     const metrics = observabilityFor(s)?.metrics;
     if (!settings || settings.port === undefined || !metrics) return;
-    const server = Bun.serve({
-      port: settings.port,
-      hostname: s.config.env.METRICS_HOST?.trim() || s.config.host,
-      fetch(request) {
-        const path = new URL(request.url).pathname;
-        if (path !== "/metrics") return errorResponse("flat", new ApiError(404, "only /metrics is served on METRICS_PORT"));
-        if (request.method !== "GET" && request.method !== "HEAD") return errorResponse("flat", new ApiError(405, "use GET /metrics"));
-        return scrape(request, metrics, settings.token);
-      },
-    });
+    let server: ReturnType<typeof Bun.serve>;
+    try {
+      server = serveMetrics(s, settings.port, metrics, settings.token);
+    } catch (err) {
+      if ((err as { code?: string }).code === "EADDRINUSE") throw new ConfigError(`METRICS_PORT ${settings.port} is already in use: choose a free port (or 0 for any)`);
+      throw err;
+    }
     listeners.set(s, { port: server.port!, stop: () => server.stop(true) });
     s.log.info("metrics listening", { port: server.port });
     return () => {
@@ -72,3 +70,17 @@ export const metricsModule: RouteModule = {
     };
   },
 };
+
+/** The listener of METRICS_PORT: /metrics only. */
+function serveMetrics(s: Services, port: number, metrics: Metrics, token: string | undefined) {
+  return Bun.serve({
+    port,
+    hostname: s.config.env.METRICS_HOST?.trim() || s.config.host,
+    fetch(request) {
+      const path = new URL(request.url).pathname;
+      if (path !== "/metrics") return errorResponse("flat", new ApiError(404, "only /metrics is served on METRICS_PORT"));
+      if (request.method !== "GET" && request.method !== "HEAD") return errorResponse("flat", new ApiError(405, "use GET /metrics"));
+      return scrape(request, metrics, token);
+    },
+  });
+}

@@ -19,6 +19,8 @@ export interface RequestSpan {
   context: Context;
   /** Parts still running: the HTTP exchange, plus a model call holding it (see hold). */
   open: number;
+  /** The response was decided (requestFinished ran). */
+  answered?: boolean;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface RequestSpan {
  * The active span travels in an AsyncLocalStorage: the core HTTP plugin enters a request's
  * context when the request arrives, so work that request starts (a model call's upstream
  * attempts, a sandbox command) finds its parent without every function passing it along;
- * background work (webhook deliveries, agent turns) starts its own root spans.
+ * work with no request behind it (webhook deliveries) starts root spans.
  */
 export class Tracing {
   private readonly provider: TracerProvider;
@@ -65,7 +67,8 @@ export class Tracing {
   /** The response is decided: name the span after its route template and end it unless a model stream still runs. */
   requestFinished(request: Request, route: string, status: number, organization: string | undefined): void {
     const r = this.requests.get(request);
-    if (!r) return;
+    if (!r || r.answered) return;
+    r.answered = true;
     r.span.updateName(`${request.method} ${route}`);
     r.span.setAttributes({ "http.route": route, "http.response.status_code": status });
     if (organization) r.span.setAttribute("gateway.organization.id", organization);

@@ -17,10 +17,12 @@ export function parseScrape(text: string): Scrape {
   // The parser folds a histogram's labelled series into one unlabelled sample; read
   // without their TYPE lines, `<name>_count` comes back as a series of its own, labels kept.
   const flat = parsePrometheusTextFormat(text.replace(/^# TYPE \S+ histogram$/gm, ""));
-  const samples = (name: string, labels: Record<string, string> = {}) => {
-    const family = flat.find((f) => f.name === name);
-    return (family?.metrics ?? []).filter((m: any) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v)) as any[];
-  };
+  // A series that comes back after other names is a family of its own there: take them all.
+  const samples = (name: string, labels: Record<string, string> = {}) =>
+    flat
+      .filter((f) => f.name === name)
+      .flatMap((f) => f.metrics)
+      .filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
   return {
     families,
     value: (name, labels) => samples(name, labels).reduce((n, m) => n + Number(m.value), 0),
