@@ -10,6 +10,9 @@
 // stream, one event per chunk written at once; and live, the events 1 ms apart, so that
 // each reaches the gateway on its own and goes through its per-chunk pipe.
 // `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs.
+// BENCH_METRICS=1 adds the service with metrics on (METRICS_TOKEN, scraped every second
+// as Prometheus would) as one more target, interleaved with the service as it ships (off):
+// the A/B of the metrics' cost in one command.
 
 type Mode = "json" | "stream" | "chunked" | "live";
 const MODES: Mode[] = ["json", "stream", "chunked", "live"];
@@ -83,12 +86,12 @@ function collect(proc: Subprocess<"ignore", "pipe", "pipe">): () => string {
 }
 
 /** The service as a real process with the defaults a self-hoster gets (embedded database, first key bootstrapped). */
-async function startService(upstream: string, from = root) {
+async function startService(upstream: string, from = root, extra: Record<string, string> = {}) {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
   const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
     cwd: from,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1` },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1`, ...extra },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -220,6 +223,8 @@ export async function run() {
   // node_modules), measured as one more target, interleaved with this one.
   const compareRoot = process.env.BENCH_COMPARE_ROOT;
   const baseline = compareRoot ? await startService(upstream.url, compareRoot) : undefined;
+  const withMetrics = process.env.BENCH_METRICS === "1" ? await startService(upstream.url, root, { METRICS_TOKEN: METRICS_TOKEN }) : undefined;
+  const scraper = withMetrics ? scrapeEverySecond(withMetrics.url) : undefined;
   const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
   // BENCH_PEERS=0 leaves the peer gateways out (a shorter run, e.g. for an A/B).
   for (const runtime of process.env.BENCH_PEERS === "0" ? [] : (["node", "bun"] as const)) {
@@ -239,6 +244,7 @@ export async function run() {
       { name: "minimal Bun proxy, MIMALLOC_PURGE_DELAY=-1", url: proxyKept.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxyKept.proc.pid },
       { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` }, pid: service.pid },
       ...(baseline ? [{ name: `this service, baseline (${compareRoot})`, url: baseline.url + path, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid }] : []),
+      ...(withMetrics ? [{ name: METRICS_TARGET, url: withMetrics.url + path, headers: { authorization: `Bearer ${withMetrics.key}` }, pid: withMetrics.pid }] : []),
     ];
     const notes: string[] = [];
     for (const p of portkeys) {
@@ -318,6 +324,12 @@ export async function run() {
         );
       }
       console.log("");
+      if (withMetrics) {
+        const on = tp.get(METRICS_TARGET)!;
+        const off = tp.get("this service")!;
+        const share = median(on.map((x, i) => x.rps / off[i].rps));
+        console.log(`Metrics on vs off: ${fmt(100 * share)}% of the throughput (median of rounds), p50 ${fmt(percentile(lat.get(METRICS_TARGET)!, 50) - percentile(lat.get("this service")!, 50), 3)} ms added.\n`);
+      }
     }
     for (const n of notes) console.log(`- ${n}`);
   } finally {
@@ -325,10 +337,25 @@ export async function run() {
     for (const p of portkeys) await p.gw?.stop();
     await service.stop();
     await baseline?.stop();
+    scraper?.stop();
+    await withMetrics?.stop();
     await proxy.stop();
     await proxyKept.stop();
     await upstream.stop();
   }
+}
+
+const METRICS_TOKEN = "bench-metrics-token";
+const METRICS_TARGET = "this service, metrics on (METRICS_TOKEN)";
+
+/** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
+function scrapeEverySecond(url: string): { stop(): void } {
+  const timer = setInterval(() => {
+    fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+      .then((r) => r.arrayBuffer())
+      .catch(() => {});
+  }, 1000);
+  return { stop: () => clearInterval(timer) };
 }
 
 function nodeVersion(): string {

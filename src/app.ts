@@ -15,6 +15,8 @@ import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering";
+import { observabilityFor } from "./observability/wiring";
+import { metricsModule } from "./observability";
 import { openapiRoutes } from "./openapi";
 import { keysModule } from "./keys";
 import type { Services } from "./services";
@@ -38,6 +40,7 @@ export const routeModules: RouteModule[] = [
   endpointsModule,
   deploymentsModule,
   generationModule,
+  metricsModule,
 ];
 
 export function createApp(s: Services, modules: RouteModule[] = routeModules) {
@@ -51,6 +54,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     localAdminToken: s.localAdminToken,
     afterAuth: s.afterAuth,
     dispatch: (request: Request): Promise<Response> => app.handle(request),
+    observe: observabilityFor(s),
   };
   // CORS first: a preflight is answered before authentication (it never carries credentials).
   let app = new Elysia().use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core));

@@ -332,6 +332,14 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     await this.destroyDir(id, s);
   }
 
+  usage(_id: string, state: BackendState): { cpuSeconds?: number; memoryBytes?: number } | undefined {
+    const s = state as LocalState;
+    const cg = s.cgroup && s.host === HOST_ID ? this.cgroups : undefined;
+    if (!cg || !s.cgroup || !cg.exists(s.cgroup)) return undefined;
+    const us = cg.cpuUsageUs(s.cgroup);
+    return { cpuSeconds: us === undefined ? undefined : us / 1e6, memoryBytes: cg.memoryBytes(s.cgroup) };
+  }
+
   async liveness(_id: string, state: BackendState): Promise<Liveness> {
     const s = state as LocalState;
     if (s.host !== HOST_ID) return "foreign";

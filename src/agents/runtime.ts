@@ -2,6 +2,7 @@ import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import { type KeyRecord, NotFoundError } from "../keys/keys";
 import { sandboxServiceOf } from "../sandboxes";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import type { Settings } from "../settings";
 import type { SessionHooks } from "./hooks";
@@ -208,6 +209,7 @@ export class AgentRuntime {
     const timing = { sessionId, totalMs, modelMs: t.modelMs, toolMs: t.toolMs, loopMs: Math.max(0, totalMs - t.modelMs - t.toolMs) };
     if (this.turns.push(timing) > 1000) this.turns.shift();
     this.s.log.debug("agent turn finished", timing);
+    observabilityFor(this.s)?.agentTurn(timing);
   }
 
   private async agentOf(session: SessionRow): Promise<AgentRow | undefined> {

@@ -18,6 +18,7 @@ import type { Settings } from "../settings";
 import type { Db } from "../db/client";
 import { rowsOf } from "../db/client";
 import type { Logger } from "../log";
+import type { Observability } from "../observability/observability";
 import { type EgressPolicy, safePost } from "../egress";
 import { DELIVERY_CHANNEL, type EventEnvelope, type ResourceType } from "./record";
 import { type SecretBox, secretBox } from "./secrets";
@@ -88,6 +89,8 @@ export class DeliveryWorker {
   private unlisten: (() => Promise<void>) | undefined;
   private encoder = new TextEncoder();
   private workerName = `${hostname()}:${process.pid}`;
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
 
   constructor(
     private db: Db,
@@ -236,6 +239,7 @@ export class DeliveryWorker {
 
   private async deliver(job: Claimed): Promise<void> {
     const started = new Date();
+    const startedAt = performance.now();
     // Serialised once; these exact bytes are signed and sent.
     const body = this.encoder.encode(JSON.stringify(job.envelope));
     const secret = job.secret;
@@ -247,6 +251,7 @@ export class DeliveryWorker {
     const final = !result.ok && job.attempt > schedule.length;
     const base = schedule[Math.min(job.attempt, schedule.length) - 1] ?? 0;
     const delay = Math.round(base * (1 - this.settings.jitter + 2 * this.settings.jitter * Math.random()));
+    this.observe?.webhookAttempt({ ok: result.ok, final, eventCreatedAt: job.envelope.createdAt, startedAt, webhookId: job.webhookId, eventType: job.envelope.type, attempt: job.attempt, status: result.status });
     if (!result.ok) this.log.debug("webhook delivery failed", { delivery: job.id, attempt: job.attempt, error: result.error, final });
     this.results.push({
       id: job.id,

@@ -1,4 +1,5 @@
 import type { RouteModule } from "../http/route-module";
+import { observabilityFor } from "../observability/wiring";
 import { DeliveryWorker, deliverySettings } from "./delivery";
 import { eventsRoutes, eventsSurface } from "./routes";
 import { sealStoredSecrets, secretBoxFor } from "./secrets";
@@ -11,6 +12,7 @@ export const eventsModule: RouteModule = {
     const secrets = secretBoxFor(s);
     await sealStoredSecrets(s.db, secrets, s.log);
     const worker = new DeliveryWorker(s.db, s.config.egress, deliverySettings(s.config.events), s.log, secrets);
+    worker.observe = observabilityFor(s);
     await worker.start();
     return () => worker.stop();
   },

@@ -2,6 +2,7 @@ import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { SSE_HEADERS } from "../http/sse";
 import type { UsageMeter } from "../metering";
+import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
 import type { Candidate, Router } from "./router";
@@ -36,6 +37,8 @@ export interface Deps {
   router: Router;
   meter: UsageMeter;
   options: GatewayOptions;
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
 }
 
 const TIMEOUT = "upstream timeout";
@@ -57,7 +60,9 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const codec = spec.codec;
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let used: Candidate | undefined;
-  const record = (status: number) =>
+  const seen = d.observe?.modelCall(call);
+  const record = (status: number) => {
+    seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
     d.meter.record({
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
@@ -72,12 +77,14 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       status,
       streamed: call.stream,
     });
+  };
 
   let last: { status: number; message: string } = { status: 503, message: "no provider candidate was available" };
   let resent = false;
   for (let i = 0; i < call.candidates.length; i++) {
     const c = call.candidates[i];
     used = c;
+    const attempt = seen?.attempt(c, i);
     const ac = new AbortController();
     const onClientGone = () => ac.abort();
     call.request.signal.addEventListener("abort", onClientGone, { once: true });
@@ -102,11 +109,13 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         clientHeaders: call.request.headers,
         signal: ac.signal,
         interactionId: call.interactionId,
+        traceparent: attempt?.traceparent,
       });
       answered = true;
       if (retryable(res.status)) {
         const detail = await res.text().catch(() => "");
         settle();
+        attempt?.end(res.status === 429 ? "rate_limited" : "server_error", res.status);
         d.router.failed(c);
         last = { status: res.status, message: `provider ${c.provider} answered ${res.status}${detail ? `: ${clip(detail)}` : ""}` };
         continue;
@@ -117,6 +126,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         // failures, which are ours (the gateway's upstream key), not the client's.
         const text = await res.text();
         settle();
+        attempt?.end("rejected", res.status);
         if (res.status === 401 || res.status === 403) {
           d.router.failed(c);
           record(502);
@@ -131,6 +141,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       if (!call.stream || (!(declared > 0) && !res.body)) {
         const text = await res.text();
         settle();
+        attempt?.end("ok", res.status);
         d.router.succeeded(c);
         const json = parseJson(text);
         if (json) codec.usageFromBody(json, usage);
@@ -157,10 +168,12 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         const whole = await res.text();
         settle();
         if (!whole.length) {
+          attempt?.end("empty", res.status);
           d.router.failed(c);
           last = endedEarly(c);
           continue;
         }
+        attempt?.end("ok", res.status);
         d.router.succeeded(c);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
         return new Response(completeSse(whole, pipe), { status: res.status, headers: STREAM_HEADERS });
@@ -172,16 +185,19 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       const first = await reader.read();
       settle();
       if (first.done || !first.value?.byteLength) {
+        attempt?.end("empty", res.status);
         d.router.failed(c);
         last = endedEarly(c);
         continue;
       }
+      attempt?.end("ok", res.status);
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
       const body = pipeSse(first.value, reader, pipe);
       return new Response(body, { status: res.status, headers: STREAM_HEADERS });
     } catch (e) {
       settle();
+      attempt?.end(timedOut ? "timeout" : isNetworkError(e) ? "unreachable" : call.request.signal.aborted ? "canceled" : "rejected");
       if (e instanceof ApiError) throw e;
       if (call.request.signal.aborted && !timedOut) {
         record(499);

@@ -2,6 +2,7 @@ import type { AuthContext } from "../http/auth";
 import { rawBodies } from "../http/body";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import { gatewayConfig } from "./config";
 import { type Call, type Deps, forward } from "./forward";
@@ -33,7 +34,9 @@ export class Gateway {
     }
     const catalog = catalogFor(s);
     this.router = new Router(this.providers, config, { vendorOf: (m) => catalog.get(m)?.vendor });
-    this.deps = { router: this.router, meter: usageMeterFor(s), options: config.options };
+    const observe = observabilityFor(s);
+    if (observe) this.router.onCooldown = (c) => observe.cooldown(c.provider, c.model);
+    this.deps = { router: this.router, meter: usageMeterFor(s), options: config.options, observe };
   }
 
   /**

@@ -20,6 +20,8 @@ export interface UpstreamRequest {
   signal: AbortSignal;
   /** Interactions: read one upstream Interaction by id (GET) instead of creating one. */
   interactionId?: string;
+  /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
+  traceparent?: string;
 }
 
 export interface ModelProvider {
@@ -121,7 +123,7 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
     send(req) {
       return fetch(base + spec.path(req), {
         method: req.body === undefined ? "GET" : "POST",
-        headers: spec.headers(req),
+        headers: req.traceparent ? { ...spec.headers(req), traceparent: req.traceparent } : spec.headers(req),
         body: req.body,
         signal: req.signal,
         // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.

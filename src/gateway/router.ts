@@ -48,6 +48,8 @@ const PROTOCOL_NATIVE = Object.fromEntries(
 export class Router {
   /** Consecutive failures and cool-down end per candidate key; only candidates that failed have an entry. */
   private readonly health = new Map<string, { failures: number; until: number }>();
+  /** Told when a candidate enters (or stays in) cool-down (metrics). */
+  onCooldown?: (c: Candidate) => void;
   /** Resolutions from routes and the catalog (a bounded set), per protocol and model. */
   private readonly cache = new Map<string, Candidate[]>();
 
@@ -171,7 +173,10 @@ export class Router {
   failed(c: Candidate): void {
     const h = this.health.get(c.key) ?? { failures: 0, until: 0 };
     h.failures++;
-    if (h.failures >= this.config.options.cooldownFailures) h.until = Date.now() + this.config.options.cooldownSeconds * 1000;
+    if (h.failures >= this.config.options.cooldownFailures) {
+      h.until = Date.now() + this.config.options.cooldownSeconds * 1000;
+      this.onCooldown?.(c);
+    }
     this.health.set(c.key, h);
   }
 

@@ -15,6 +15,7 @@ import type { GeneratedFile, GenerationType, GenerationUsage } from "../gateway/
 import type { Candidate } from "../gateway/router";
 import { newId } from "../ids";
 import { usageMeterFor } from "../metering";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import type { GenerationSettings } from "./config";
 import { GenerationPricing } from "./pricing";
@@ -222,6 +223,7 @@ export class Generation {
       return undefined;
     }
     for (const w of this.waiters.get(row.id) ?? []) w();
+    observabilityFor(this.s)?.taskFinished(done.generationType, done.status);
     // Off the worker slot: charging waits for the usage meter's next batch write, and the
     // next task should not. Shutdown awaits these; a crash leaves them to the sweeper.
     const settling = this.settle(done, true)

@@ -107,7 +107,7 @@ export function checkAdmin(request: Request, adminToken: string | undefined, loc
 }
 
 /** Constant-time comparison: the time taken must not tell how much of a guess was right. */
-function sameSecret(given: string, secret: string): boolean {
+export function sameSecret(given: string, secret: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(secret);
   return a.length === b.length && timingSafeEqual(a, b);

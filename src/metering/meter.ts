@@ -63,6 +63,8 @@ const MAX_TEXT = 256;
  * retries; `close()` drains the queue at shutdown.
  */
 export class BatchingUsageMeter implements UsageMeter {
+  /** Sees every record as it is queued (metrics: tokens, cost, duration). */
+  observe?: (u: UsageRecord) => void;
   private queue: Queued[] = [];
   private timer?: ReturnType<typeof setInterval>;
   private running?: Promise<void>;
@@ -94,6 +96,7 @@ export class BatchingUsageMeter implements UsageMeter {
 
   record(u: UsageRecord): void {
     try {
+      this.observe?.(u);
       // A record that can never be written must not enter the queue: it would fail every
       // batch it is in, and batches are retried whole.
       if (!u || typeof u.organizationId !== "string" || !u.organizationId || typeof u.keyId !== "string" || !u.keyId || typeof u.publicModel !== "string") {

@@ -113,6 +113,8 @@ export interface SandboxLifecycle<F = unknown> {
   destroy(id: string, state: BackendState): Promise<void>;
   /** Tells the backend the new lifetime (remote backends enforce their own TTL too). */
   setTimeout?(id: string, state: BackendState, timeoutSec: number): Promise<void>;
+  /** Resources in use now, where the backend can tell (the local one reads the sandbox's cgroup); metrics. */
+  usage?(id: string, state: BackendState): { cpuSeconds?: number; memoryBytes?: number } | undefined;
   /** Start-up reconciliation: is this sandbox still there? */
   liveness(id: string, state: BackendState): Promise<Liveness>;
   /** Start-up reconciliation: destroy leftovers the database does not know as live. */

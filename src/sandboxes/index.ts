@@ -1,4 +1,5 @@
 import type { RouteModule } from "../http/route-module";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxService } from "./service";
@@ -14,6 +15,12 @@ export function sandboxServiceOf(s: Services): SandboxService {
       const inst = s.registry.instance(backend, "sandbox");
       return inst ? (inst.plugin.definition.templateFields ?? {}) : undefined;
     }), s.log.child({ module: "sandboxes" }));
+    const observe = observabilityFor(s);
+    svc.observe = observe;
+    if (observe) {
+      const service = svc;
+      observe.sandboxUsage = (limit) => service.usage(limit);
+    }
     services.set(s, svc);
   }
   return svc;

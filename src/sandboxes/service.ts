@@ -4,6 +4,7 @@ import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
+import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
 import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate } from "./backend";
 import { type SandboxRow, sandboxes } from "./schema";
@@ -73,6 +74,8 @@ export class SandboxService {
    * is a disk write on the service's own thread.
    */
   private queuedEvents: NewEvent[] = [];
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -145,7 +148,12 @@ export class SandboxService {
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources }), "failed to create sandbox in provider");
+    const started = performance.now();
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources }), "failed to create sandbox in provider").catch((e) => {
+      this.observe?.sandboxCreated(template.id, false, started);
+      throw e;
+    });
+    this.observe?.sandboxCreated(template.id, true, started, id);
     const startedAt = new Date();
     const endAt = new Date(startedAt.getTime() + timeoutSec * 1000);
     try {
@@ -333,7 +341,11 @@ export class SandboxService {
     const result = await this.call(
       () => this.processes(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000, signal }),
       "failed to run process in provider",
-    );
+    ).catch((e) => {
+      this.observe?.sandboxCommand(id, false, started);
+      throw e;
+    });
+    this.observe?.sandboxCommand(id, true, started, result.exitCode);
     const durationMs = Math.round(performance.now() - started);
     // The output is not part of the event: it may hold secrets and be megabytes long.
     // Not a state change, so it need not commit with anything: written off the
@@ -341,6 +353,26 @@ export class SandboxService {
     const { outOfMemory, ...processResult } = result;
     this.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs, ...(outOfMemory ? { outOfMemory: true } : {}) } });
     return processResult;
+  }
+
+  /**
+   * CPU and memory of the live sandboxes this process can measure (metrics); at most
+   * `limit`, so a scrape stays bounded however many sandboxes run.
+   */
+  async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number }[]> {
+    const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
+    const out: { id: string; cpuSeconds?: number; memoryBytes?: number }[] = [];
+    for (const row of rows) {
+      let backend: SandboxBackend;
+      try {
+        backend = this.backendOf(row);
+      } catch {
+        continue;
+      }
+      const u = backend.usage?.(row.id, row.backendState);
+      if (u) out.push({ id: row.id, ...u });
+    }
+    return out;
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {

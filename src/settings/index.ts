@@ -118,6 +118,23 @@ export const SETTINGS = {
     /** Where generated files are stored; default DATA_DIR/media. */
     mediaDir: optionalPath("MEDIA_DIR"),
   },
+  /** README: Observability. Metrics are off unless a token or a port is set; tracing unless an OTLP endpoint is. */
+  observability: {
+    metricsToken: optionalText("METRICS_TOKEN", { secret: true }),
+    metricsPort: optionalInteger("METRICS_PORT", { min: 0, max: 65535 }),
+    metricsHost: optionalText("METRICS_HOST"),
+    metricsMaxModels: integer("METRICS_MAX_MODELS", 200, { min: 1 }),
+    metricsMaxOrganizations: integer("METRICS_MAX_ORGANIZATIONS", 200, { min: 1 }),
+    // The OpenTelemetry exporter's standard variables; URLs and headers are checked by
+    // observability/otlp-config.ts, which knows the specification's rules for them.
+    otlpEndpoint: httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    otlpTracesEndpoint: httpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+    otlpHeaders: optionalText("OTEL_EXPORTER_OTLP_HEADERS", { secret: true }),
+    otlpTracesHeaders: optionalText("OTEL_EXPORTER_OTLP_TRACES_HEADERS", { secret: true }),
+    otelServiceName: text("OTEL_SERVICE_NAME", "gateway"),
+    otelSdkDisabled: yesNo("OTEL_SDK_DISABLED", false),
+    otelTracesExporter: optionalText("OTEL_TRACES_EXPORTER"),
+  },
   /**
    * The built-in provider plugins' own variables. Plugins read them from the environment
    * they are handed (their `fromEnv`, which external plugins use for theirs); they are

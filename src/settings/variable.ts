@@ -63,9 +63,10 @@ export function integer(name: string, fallback: number, range: { min?: number; m
   return new Variable(name, accepts, checked(schema, Number), () => fallback);
 }
 
-export function optionalInteger(name: string, range: { min: number }): Variable<number | undefined> {
-  const schema = Type.Integer({ minimum: range.min });
-  return new Variable<number | undefined>(name, `an integer >= ${range.min}`, checked(schema, Number), () => undefined);
+export function optionalInteger(name: string, range: { min: number; max?: number }): Variable<number | undefined> {
+  const schema = Type.Integer({ minimum: range.min, maximum: range.max });
+  const accepts = range.max !== undefined ? `an integer from ${range.min} to ${range.max}` : `an integer >= ${range.min}`;
+  return new Variable<number | undefined>(name, accepts, checked(schema, Number), () => undefined);
 }
 
 const YES = ["1", "true", "yes", "on"];

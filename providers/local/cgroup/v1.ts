@@ -134,6 +134,12 @@ export class CgroupV1 implements SandboxCgroups {
     return keyedNumbers(readText(join(this.dir("cpu", name)!, "cpu.stat"))).get("nr_throttled") ?? 0;
   }
 
+  memoryBytes(name: string): number | undefined {
+    const dir = this.dir("memory", name);
+    const text = dir ? readText(join(dir, "memory.usage_in_bytes")) : undefined;
+    return text === undefined ? undefined : Number(text);
+  }
+
   cpuUsageUs(name: string): number | undefined {
     const dir = this.dir("cpuacct", name);
     const ns = dir ? readText(join(dir, "cpuacct.usage")) : undefined;

@@ -134,6 +134,11 @@ export class CgroupV2 implements SandboxCgroups {
     return keyedNumbers(readText(join(this.dir(name), "cpu.stat"))).get("nr_throttled") ?? 0;
   }
 
+  memoryBytes(name: string): number | undefined {
+    const text = readText(join(this.dir(name), "memory.current"));
+    return text === undefined ? undefined : Number(text);
+  }
+
   cpuUsageUs(name: string): number | undefined {
     return keyedNumbers(readText(join(this.dir(name), "cpu.stat"))).get("usage_usec");
   }
