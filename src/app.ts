@@ -15,6 +15,7 @@ import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
+import { usageModule } from "./usage/routes";
 import { openapiRoutes } from "./openapi";
 import { adminRoutes, adminSurface } from "./keys/admin-routes";
 import type { Services } from "./services";
@@ -28,6 +29,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: homeRoutes },
   { surfaces: [adminSurface], routes: adminRoutes },
   meteringModule,
+  usageModule,
   limitsModule,
   gatewayModule,
   eventsModule,

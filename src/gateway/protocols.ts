@@ -8,6 +8,8 @@ import type { Protocol } from "./provider";
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens read from the provider's prompt cache, as the protocol reports them (0 when it does not). */
+  cachedTokens?: number;
 }
 
 export interface StreamEvent {
@@ -61,6 +63,7 @@ const chat: ProtocolCodec = {
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.prompt_tokens);
     u.outputTokens = n(json?.usage?.completion_tokens);
+    u.cachedTokens = n(json?.usage?.prompt_tokens_details?.cached_tokens);
   },
   onEvent(ev, u, strip) {
     if (ev.data === "[DONE]") return { terminal: true };
@@ -72,6 +75,7 @@ const chat: ProtocolCodec = {
     if (!json?.usage) return undefined;
     u.inputTokens = n(json.usage.prompt_tokens);
     u.outputTokens = n(json.usage.completion_tokens);
+    u.cachedTokens = n(json.usage.prompt_tokens_details?.cached_tokens);
     // The final usage chunk has no choices; drop it only when we asked for it ourselves.
     return { drop: strip && Array.isArray(json.choices) && json.choices.length === 0 };
   },
@@ -85,6 +89,7 @@ const messages: ProtocolCodec = {
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
     u.outputTokens = n(json?.usage?.output_tokens);
+    u.cachedTokens = n(json?.usage?.cache_read_input_tokens);
   },
   onEvent(ev, u) {
     const name = ev.name || "";
@@ -94,6 +99,7 @@ const messages: ProtocolCodec = {
       if (usage) {
         u.inputTokens = n(usage.input_tokens);
         u.outputTokens = n(usage.output_tokens);
+        u.cachedTokens = n(usage.cache_read_input_tokens);
       }
     } else if (name === "message_delta") {
       const usage = parse(ev.data)?.usage;
@@ -115,6 +121,7 @@ const responses: ProtocolCodec = {
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
     u.outputTokens = n(json?.usage?.output_tokens);
+    u.cachedTokens = n(json?.usage?.input_tokens_details?.cached_tokens);
   },
   onEvent(ev, u) {
     const name = ev.name;
@@ -123,6 +130,7 @@ const responses: ProtocolCodec = {
       if (usage) {
         u.inputTokens = n(usage.input_tokens);
         u.outputTokens = n(usage.output_tokens);
+        u.cachedTokens = n(usage.input_tokens_details?.cached_tokens);
       }
       return { terminal: true };
     }
@@ -144,6 +152,7 @@ const generateContent: ProtocolCodec = {
     const m = json?.usageMetadata;
     u.inputTokens = n(m?.promptTokenCount);
     u.outputTokens = n(m?.candidatesTokenCount) + n(m?.thoughtsTokenCount);
+    u.cachedTokens = n(m?.cachedContentTokenCount);
   },
   onEvent(ev, u) {
     const usage = ev.data.includes('"usageMetadata"');

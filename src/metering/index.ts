@@ -1,5 +1,6 @@
 import { catalogFor } from "../catalog";
 import type { Services } from "../services";
+import { requestLogSettings } from "../usage/settings";
 import { BatchingUsageMeter } from "./meter";
 
 export type { UsageMeter, UsageRecord } from "./meter";
@@ -16,7 +17,8 @@ export function usageMeterFor(s: Services): BatchingUsageMeter {
   let m = meters.get(s);
   if (!m) {
     const flushMs = Number(s.config.env.USAGE_FLUSH_MS) || undefined;
-    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs });
+    const { bodyChars } = requestLogSettings(s.config.env);
+    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs, bodyChars });
     meters.set(s, m);
     const meter = m;
     s.onShutdown.push(() => meter.close());

@@ -15,6 +15,13 @@ export interface UsageRecord {
   provider?: string;
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens read from the provider's prompt cache, as the provider reports them. */
+  cachedTokens?: number;
+  /** Upstream tries (fallbacks and resends included); 1 when absent. */
+  attempts?: number;
+  /** The JSON sent upstream and the non-streamed answer: stored only when the meter keeps bodies. */
+  requestBody?: string;
+  responseBody?: string;
   latencyMs: number;
   status: number;
   streamed: boolean;
@@ -40,6 +47,12 @@ export interface MeterOptions {
    * must not grow memory without bound; past this, the oldest records are dropped (logged).
    */
   maxQueued?: number;
+  /**
+   * Characters of request and response bodies kept in the request log; 0 (the default)
+   * keeps none. Threat: prompts and answers are the tenants' data; they are stored only
+   * when the operator opts in (REQUEST_LOG_BODIES), and clipped.
+   */
+  bodyChars?: number;
 }
 
 /** `at`: epoch milliseconds (a Date per request costs more than the number). */
@@ -71,6 +84,7 @@ export class BatchingUsageMeter implements UsageMeter {
   private readonly flushMs: number;
   private readonly maxBatch: number;
   private readonly maxQueued: number;
+  private readonly bodyChars: number;
 
   constructor(
     private readonly db: Db,
@@ -84,6 +98,7 @@ export class BatchingUsageMeter implements UsageMeter {
     // busy gateway queues a few thousand records between two ticks.
     this.maxBatch = opts.maxBatch ?? 5000;
     this.maxQueued = opts.maxQueued ?? 100_000;
+    this.bodyChars = opts.bodyChars ?? 0;
     this.timer = setInterval(() => {
       if (this.queue.length && !this.running) void this.flush();
     }, this.flushMs);
@@ -102,7 +117,13 @@ export class BatchingUsageMeter implements UsageMeter {
         this.queue.shift();
         if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
       }
-      this.queue.push({ ...u, at: Date.now() });
+      const queued: Queued = { ...u, at: Date.now() };
+      // Bodies are dropped here unless kept: a queue of full prompts would hold megabytes.
+      if (this.bodyChars > 0) {
+        queued.requestBody = clipBody(u.requestBody, this.bodyChars);
+        queued.responseBody = clipBody(u.responseBody, this.bodyChars);
+      } else queued.requestBody = queued.responseBody = undefined;
+      this.queue.push(queued);
       // After close() (a late request finishing during shutdown) there is no timer: write now.
       if ((this.closed || this.queue.length >= this.maxBatch) && !this.running) queueMicrotask(() => void this.flush());
     } catch (err) {
@@ -184,6 +205,10 @@ export class BatchingUsageMeter implements UsageMeter {
         latency_ms: int(u.latencyMs),
         status: int(u.status),
         streamed: !!u.streamed,
+        attempts: Math.max(1, int(u.attempts ?? 1)),
+        cached_tokens: int(u.cachedTokens),
+        request_body: u.requestBody ?? null,
+        response_body: u.responseBody ?? null,
         created_at: u.at,
       };
     });
@@ -276,18 +301,36 @@ interface UsageRow {
   latency_ms: number;
   status: number;
   streamed: boolean;
+  attempts: number;
+  cached_tokens: number;
+  request_body: string | null;
+  response_body: string | null;
   /** Epoch milliseconds. */
   created_at: number;
 }
 
-const COLUMNS = ["series_id", "request_id", "input_tokens", "output_tokens", "cost", "latency_ms", "status", "streamed", "created_at"] as const;
+const COLUMNS = [
+  "series_id",
+  "request_id",
+  "input_tokens",
+  "output_tokens",
+  "cost",
+  "latency_ms",
+  "status",
+  "streamed",
+  "attempts",
+  "cached_tokens",
+  "request_body",
+  "response_body",
+  "created_at",
+] as const;
 /** Adds each key's cost to its `spent` (and bumps `updated_at`), around the keys' JSON parameter. */
 const ADD_SPEND = [
   "update api_keys as k set spent = k.spent + v.cost, updated_at = now() from json_to_recordset(",
   "::json) as v(id text, cost numeric) where k.id = v.id",
 ] as const;
 const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, cached_tokens integer, request_body text, response_body text, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
@@ -310,6 +353,10 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .int4(r.latency_ms)
       .int4(r.status)
       .bool(r.streamed)
+      .int4(r.attempts)
+      .int4(r.cached_tokens)
+      .text(r.request_body)
+      .text(r.response_body)
       .timestamptz(r.created_at);
   }
   const blob = new Blob([copy.finish()]);
@@ -317,6 +364,13 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
     await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
     if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
   });
+}
+
+/** A body clipped to `max` characters, storable as text (see clip). */
+function clipBody(s: string | undefined, max: number): string | undefined {
+  if (typeof s !== "string") return undefined;
+  const t = (s.length > max ? s.slice(0, max) : s).toWellFormed();
+  return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }
 
 function int(n: unknown): number {
