@@ -18,6 +18,8 @@ import { meteringModule } from "./metering/module";
 import { usageModule } from "./usage/routes";
 import { openapiRoutes } from "./openapi";
 import { adminRoutes, adminSurface } from "./keys/admin-routes";
+import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
 
 /**
@@ -28,6 +30,8 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
   { surfaces: [], routes: homeRoutes },
   { surfaces: [adminSurface], routes: adminRoutes },
+  { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: consoleRoutes },
   meteringModule,
   usageModule,
   limitsModule,

@@ -45,6 +45,10 @@ export interface ProtocolCodec {
 }
 
 const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+/** Cached input tokens, only where the upstream reported them (left unset otherwise). */
+const cached = (u: Usage, v: unknown) => {
+  if (typeof v === "number" && Number.isFinite(v)) u.cachedTokens = v;
+};
 
 function parse(data: string): any {
   try {
@@ -63,7 +67,7 @@ const chat: ProtocolCodec = {
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.prompt_tokens);
     u.outputTokens = n(json?.usage?.completion_tokens);
-    u.cachedTokens = n(json?.usage?.prompt_tokens_details?.cached_tokens);
+    cached(u, json?.usage?.prompt_tokens_details?.cached_tokens);
   },
   onEvent(ev, u, strip) {
     if (ev.data === "[DONE]") return { terminal: true };
@@ -75,7 +79,7 @@ const chat: ProtocolCodec = {
     if (!json?.usage) return undefined;
     u.inputTokens = n(json.usage.prompt_tokens);
     u.outputTokens = n(json.usage.completion_tokens);
-    u.cachedTokens = n(json.usage.prompt_tokens_details?.cached_tokens);
+    cached(u, json.usage.prompt_tokens_details?.cached_tokens);
     // The final usage chunk has no choices; drop it only when we asked for it ourselves.
     return { drop: strip && Array.isArray(json.choices) && json.choices.length === 0 };
   },
@@ -89,7 +93,7 @@ const messages: ProtocolCodec = {
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
     u.outputTokens = n(json?.usage?.output_tokens);
-    u.cachedTokens = n(json?.usage?.cache_read_input_tokens);
+    cached(u, json?.usage?.cache_read_input_tokens);
   },
   onEvent(ev, u) {
     const name = ev.name || "";
@@ -99,7 +103,7 @@ const messages: ProtocolCodec = {
       if (usage) {
         u.inputTokens = n(usage.input_tokens);
         u.outputTokens = n(usage.output_tokens);
-        u.cachedTokens = n(usage.cache_read_input_tokens);
+        cached(u, usage.cache_read_input_tokens);
       }
     } else if (name === "message_delta") {
       const usage = parse(ev.data)?.usage;
@@ -121,7 +125,7 @@ const responses: ProtocolCodec = {
   usageFromBody(json, u) {
     u.inputTokens = n(json?.usage?.input_tokens);
     u.outputTokens = n(json?.usage?.output_tokens);
-    u.cachedTokens = n(json?.usage?.input_tokens_details?.cached_tokens);
+    cached(u, json?.usage?.input_tokens_details?.cached_tokens);
   },
   onEvent(ev, u) {
     const name = ev.name;
@@ -130,7 +134,7 @@ const responses: ProtocolCodec = {
       if (usage) {
         u.inputTokens = n(usage.input_tokens);
         u.outputTokens = n(usage.output_tokens);
-        u.cachedTokens = n(usage.input_tokens_details?.cached_tokens);
+        cached(u, usage.input_tokens_details?.cached_tokens);
       }
       return { terminal: true };
     }
@@ -152,7 +156,7 @@ const generateContent: ProtocolCodec = {
     const m = json?.usageMetadata;
     u.inputTokens = n(m?.promptTokenCount);
     u.outputTokens = n(m?.candidatesTokenCount) + n(m?.thoughtsTokenCount);
-    u.cachedTokens = n(m?.cachedContentTokenCount);
+    cached(u, m?.cachedContentTokenCount);
   },
   onEvent(ev, u) {
     const usage = ev.data.includes('"usageMetadata"');
