@@ -3,6 +3,7 @@ import type { Catalog } from "../catalog";
 import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
 import type { Logger } from "../log";
+import { ADD_HOURLY, hourlySums } from "./hourly";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
@@ -53,6 +54,8 @@ export interface MeterOptions {
    * when the operator opts in (REQUEST_LOG_BODIES), and clipped.
    */
   bodyChars?: number;
+  /** The clock that stamps each record (epoch ms); tests pass a fixed one. */
+  now?: () => number;
 }
 
 /** `at`: epoch milliseconds (a Date per request costs more than the number). */
@@ -67,8 +70,8 @@ const MAX_TEXT = 256;
 /**
  * Usage metering off the hot path: `record` pushes onto an in-memory queue; a timer
  * writes queued records in one transaction per batch (the request rows, each pointing at
- * its series of organization, key, surface and models (see schema.ts), plus one UPDATE
- * adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
+ * its series of organization, key, surface and models (see schema.ts), the batch's sums
+ * added to `usage_hourly` (hourly.ts), plus one UPDATE adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
  * process's key cache picks up the new spend and the spending limit takes effect).
  * Costs come from the catalog, at each request's time. A failed write puts the batch back and
  * retries; `close()` drains the queue at shutdown.
@@ -85,6 +88,7 @@ export class BatchingUsageMeter implements UsageMeter {
   private readonly maxBatch: number;
   private readonly maxQueued: number;
   private readonly bodyChars: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly db: Db,
@@ -99,6 +103,7 @@ export class BatchingUsageMeter implements UsageMeter {
     this.maxBatch = opts.maxBatch ?? 5000;
     this.maxQueued = opts.maxQueued ?? 100_000;
     this.bodyChars = opts.bodyChars ?? 0;
+    this.now = opts.now ?? Date.now;
     this.timer = setInterval(() => {
       if (this.queue.length && !this.running) void this.flush();
     }, this.flushMs);
@@ -117,7 +122,7 @@ export class BatchingUsageMeter implements UsageMeter {
         this.queue.shift();
         if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
       }
-      const queued: Queued = { ...u, at: Date.now() };
+      const queued: Queued = { ...u, at: this.now() };
       // Bodies are dropped here unless kept: a queue of full prompts would hold megabytes.
       if (this.bodyChars > 0) {
         queued.requestBody = clipBody(u.requestBody, this.bodyChars);
@@ -215,8 +220,9 @@ export class BatchingUsageMeter implements UsageMeter {
     await this.assignSeries(rows);
     // Keys in a fixed order, so two processes updating the same keys lock them alike.
     const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
+    const hourly = hourlySums(rows);
     const embedded = embeddedClient(this.db);
-    if (embedded) return writeEmbedded(embedded, rows, keys);
+    if (embedded) return writeEmbedded(embedded, rows, keys, hourly);
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
@@ -226,6 +232,9 @@ export class BatchingUsageMeter implements UsageMeter {
         insert into ${usageRequests} (${sql.raw(COLUMNS.join(", "))})
         select ${sql.raw(COLUMNS.join(", "))}
         from json_to_recordset(${json}::json) as r(${sql.raw(RECORD_TYPES)})
+        returning 1
+      ), hourly as (
+        ${sql.raw(ADD_HOURLY[0])}${hourly}${sql.raw(ADD_HOURLY[1])}
         returning 1
       )
       ${sql.raw(ADD_SPEND[0])}${JSON.stringify(keys)}${sql.raw(ADD_SPEND[1])}`);
@@ -337,9 +346,9 @@ const RECORD_TYPES =
  * unless PGLITE_THREAD), so each row's cost is paid by this process: there the rows go in
  * with a binary COPY (about a third cheaper per row than unpacking a JSON parameter, and
  * cheaper again than COPY's CSV, whose timestamps alone cost more to parse than the rest
- * of the row), then the spend, in one transaction.
+ * of the row), then the hourly sums and the spend, in one transaction.
  */
-async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
+async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[], hourly: string): Promise<void> {
   const copy = new BinaryCopyWriter(rows.length * 96);
   for (const r of rows) {
     // Fields in COLUMNS order, each in its column's type.
@@ -362,6 +371,7 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
   const blob = new Blob([copy.finish()]);
   await client.transaction(async (tx) => {
     await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
+    await tx.query(`${ADD_HOURLY[0]}$1${ADD_HOURLY[1]}`, [hourly]);
     if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
   });
 }

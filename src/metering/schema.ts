@@ -68,9 +68,10 @@ export const usageRequests = pgTable(
 );
 
 /**
- * Request rows older than REQUEST_LOG_RETENTION_DAYS, summed per series and UTC hour
- * before they are deleted (src/usage/retention.ts): the request log forgets them, usage
- * totals over any range do not.
+ * Usage summed per series and UTC hour, added to by the meter in the same transaction as
+ * the request rows (hourly.ts). The usage API reads these few rows instead of scanning
+ * millions of requests, and the request log's retention (src/usage/retention.ts) deletes
+ * request rows without changing any total.
  */
 export const usageHourly = pgTable(
   "usage_hourly",

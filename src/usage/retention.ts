@@ -6,11 +6,9 @@ import type { Logger } from "../log";
 const PRUNE_BATCH = 20_000;
 
 /**
- * Deletes request rows older than `retentionDays` before `now`, adding each deleted row
- * to its series' hour in usage_hourly in the same statement (so usage totals survive the
- * log's retention, and a crash between the two cannot lose or double a row). Two
- * processes pruning at once each delete distinct rows: a row another statement already
- * deleted is skipped, not counted twice. Returns the number of rows pruned.
+ * Deletes request rows older than `retentionDays` before `now`, in steps. Usage totals
+ * do not change: the meter added every row to usage_hourly when it wrote it. Returns the
+ * number of rows deleted.
  */
 export async function pruneRequestLog(db: Db, retentionDays: number, now = new Date()): Promise<number> {
   if (retentionDays <= 0) return 0;
@@ -22,20 +20,9 @@ export async function pruneRequestLog(db: Db, retentionDays: number, now = new D
         with gone as (
           delete from usage_requests where ctid = any(array(
             select ctid from usage_requests where created_at < ${cutoff}::timestamptz limit ${PRUNE_BATCH}))
-          returning series_id, created_at, input_tokens, output_tokens, cached_tokens, cost
-        ), summed as (
-          insert into usage_hourly (series_id, hour, requests, input_tokens, output_tokens, cached_tokens, cost)
-          select series_id, date_trunc('hour', created_at, 'UTC'), count(*), sum(input_tokens), sum(output_tokens), sum(cached_tokens), coalesce(sum(cost), 0)
-          from gone group by 1, 2
-          on conflict (series_id, hour) do update set
-            requests = usage_hourly.requests + excluded.requests,
-            input_tokens = usage_hourly.input_tokens + excluded.input_tokens,
-            output_tokens = usage_hourly.output_tokens + excluded.output_tokens,
-            cached_tokens = usage_hourly.cached_tokens + excluded.cached_tokens,
-            cost = usage_hourly.cost + excluded.cost
           returning 1
         )
-        select (select count(*) from gone) as n`),
+        select count(*) as n from gone`),
     );
     const n = Number(row?.n ?? 0);
     total += n;

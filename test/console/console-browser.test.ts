@@ -7,6 +7,10 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 import { startUsageUpstream, vendorEnv } from "../metering/fixture";
 
+// Functions passed to page.evaluate run in the browser; these name its globals for the type checker.
+declare const document: any;
+type HTMLInputElement = { value: string; labels?: unknown[] };
+
 // The console in a real headless Chromium (Debian package `chromium`), with every request
 // to anything but the service refused and recorded: the console must work offline.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";

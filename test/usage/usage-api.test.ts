@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
-import { sql } from "drizzle-orm";
 import { catalogFor } from "../../src/catalog";
 import { createLogger } from "../../src/log";
 import { BatchingUsageMeter, type UsageRecord, usageMeterFor } from "../../src/metering";
@@ -248,23 +247,21 @@ describe("retention", () => {
     const meter = usageMeterFor(s());
     meter.record(usage(org, k.id, { requestId: "today" }));
     await meter.flush();
-    // Two rows from an earlier month, in the same series as today's (its id from today's row).
-    await db.execute(sql`
-      insert into usage_requests (series_id, request_id, input_tokens, output_tokens, cached_tokens, cost, latency_ms, status, streamed, created_at)
-      select series_id, v.id, 100, 10, 3, 0.5, 20, 200, false, v.at::timestamptz
-      from (select series_id from usage_requests where request_id = 'today' limit 1) s,
-           (values ('old-1', '2026-03-10T10:15:00Z'), ('old-2', '2026-03-10T10:45:00Z')) as v(id, at)`);
+    // Two requests metered on 2026-03-10 (a meter with a fixed clock), in the same series as today's.
+    const past = new BatchingUsageMeter(db, catalogFor(s()), createLogger("silent"), { flushMs: 600_000, now: () => Date.parse("2026-03-10T10:15:00Z") });
+    for (const id of ["old-1", "old-2"]) past.record(usage(org, k.id, { requestId: id, inputTokens: 100, outputTokens: 10, cachedTokens: 3, cost: 0.5 }));
+    await past.close();
     const range = `from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z`;
-    expect((await get(`/v1/usage/requests?${range}`, bearer(k.key))).body.data).toHaveLength(2);
+    expect((await get(`/v1/usage/requests?${range}`, bearer(k.key))).body.data.map((r: any) => r.requestId)).toEqual(["old-2", "old-1"]);
+    const before = (await get(`/v1/usage?${range}&interval=hour`, bearer(k.key))).body.buckets;
+    expect(before).toEqual([{ start: "2026-03-10T10:00:00Z", group: null, requests: 2, inputTokens: 200, outputTokens: 20, cachedTokens: 6, cost: 1 }]);
     // "Now" is 2026-04-20: 30 days back is 2026-03-21, so March 10 is past the retention.
     const pruned = await pruneRequestLog(db, 30, new Date("2026-04-20T00:00:00Z"));
     expect(pruned).toBeGreaterThanOrEqual(2);
     expect((await get(`/v1/usage/requests?${range}`, bearer(k.key))).body.data).toEqual([]);
-    const { body } = await get(`/v1/usage?${range}&interval=hour`, bearer(k.key));
-    expect(body.buckets).toEqual([{ start: "2026-03-10T10:00:00Z", group: null, requests: 2, inputTokens: 200, outputTokens: 20, cachedTokens: 6, cost: 1 }]);
-    // Today's row is inside the retention and stays; pruning again finds nothing of this org.
+    expect((await get(`/v1/usage?${range}&interval=hour`, bearer(k.key))).body.buckets).toEqual(before);
+    // Today's row is inside the retention and stays.
     expect((await get(`/v1/usage/requests`, bearer(k.key))).body.data.map((r: any) => r.requestId)).toEqual(["today"]);
-    await pruneRequestLog(db, 30, new Date("2026-04-20T00:00:00Z"));
-    expect((await get(`/v1/usage?${range}`, bearer(k.key))).body.buckets[0].requests).toBe(2);
+    expect((await get(`/v1/usage?interval=day&from=2026-03-10T00:00:00Z&to=2026-03-11T00:00:00Z`, bearer(k.key))).body.buckets[0]).toMatchObject({ start: "2026-03-10T00:00:00Z", requests: 2 });
   });
 });
