@@ -54,7 +54,10 @@ export function timeRange(from: string | undefined, to: string | undefined, defa
 
 function parseTime(v: string, name: string): Date {
   const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw new ApiError(400, `\`${name}\` is not a date-time; use ISO 8601, e.g. 2026-01-31T00:00:00Z`);
+  // Threat: a date JavaScript accepts but PostgreSQL does not (a negative or six-digit
+  // year) would fail the query with a 500; refused here as what it is, bad input.
+  const year = d.getUTCFullYear();
+  if (Number.isNaN(d.getTime()) || year < 1 || year > 9999) throw new ApiError(400, `\`${name}\` is not a date-time; use ISO 8601, e.g. 2026-01-31T00:00:00Z`);
   return d;
 }
 
@@ -160,7 +163,8 @@ function encodeCursor(ms: number, id: string): string {
 }
 
 function decodeCursor(c: string): { at: string; id: string } {
-  const m = /^(\d{1,15})\.(\d{1,19})$/.exec(Buffer.from(c, "base64url").toString());
+  // Digits bounded so a forged cursor cannot overflow the bigint id or the Date (a 500).
+  const m = /^(\d{1,15})\.(\d{1,18})$/.exec(Buffer.from(c, "base64url").toString());
   if (!m) throw new ApiError(400, "`cursor` is not one this API returned; pass `nextCursor` from the previous page as it is");
   return { at: new Date(Number(m[1])).toISOString(), id: m[2] };
 }

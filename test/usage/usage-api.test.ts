@@ -210,6 +210,9 @@ describe("usage", () => {
       `/v1/usage/requests?limit=0`,
       `/v1/usage/requests?limit=1000`,
       `/v1/usage/requests?cursor=not-a-cursor`,
+      `/v1/usage/requests?cursor=${Buffer.from("1.99999999999999999999").toString("base64url")}`,
+      `/v1/usage/requests?from=-271821-04-20T00:00:00Z`,
+      `/v1/usage?to=+275760-09-13T00:00:00Z`,
     ];
     for (const path of cases) {
       const { status, body } = await get(path, bearer(keyA.key));
