@@ -19,6 +19,9 @@ interface Entry {
   outputTokens: number;
   cost: number | null;
   latencyMs: number;
+  /** Present only when the service keeps bodies (REQUEST_LOG_BODIES). */
+  requestBody: string | null;
+  responseBody: string | null;
 }
 
 const FIELDS = ["model", "provider", "keyId", "status"] as const;
@@ -79,7 +82,12 @@ export function LogPage({ mode, orgs }: { mode: Mode; orgs: Org[] }) {
         ${(page.data?.data ?? []).map(
           (r) => html`<tr>
             <td>${formatTime(r.time)}</td>${mode === "admin" ? html`<td><code>${r.organizationId}</code></td>` : null}<td><code>${r.keyId}</code></td><td>${r.surface}</td><td>${r.model}</td><td>${r.provider ?? "—"}</td>
-            <td>${r.attempts}</td><td class=${r.status >= 400 ? "bad" : ""}>${r.status}</td><td>${r.inputTokens} / ${r.outputTokens}</td><td>${formatCost(r.cost)}</td><td>${r.latencyMs} ms</td><td><code>${r.requestId}</code></td>
+            <td>${r.attempts}</td><td class=${r.status >= 400 ? "bad" : ""}>${r.status}</td><td>${r.inputTokens} / ${r.outputTokens}</td><td>${formatCost(r.cost)}</td><td>${r.latencyMs} ms</td><td>
+              <code>${r.requestId}</code>
+              ${r.requestBody !== null || r.responseBody !== null
+                ? html`<details><summary>Bodies</summary><pre>${r.requestBody ?? ""}</pre><pre>${r.responseBody ?? ""}</pre></details>`
+                : null}
+            </td>
           </tr>`,
         )}
         ${page.data && !page.data.data.length ? html`<tr><td colspan="12">No requests match.</td></tr>` : null}
