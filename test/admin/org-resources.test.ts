@@ -30,7 +30,7 @@ beforeAll(async () => {
   const wh = await svc.fetch("/events/webhooks", { method: "POST", headers: json, body: JSON.stringify({ name: "hook", url: "http://127.0.0.1:9/hook" }) });
   expect(wh.status).toBe(201);
   webhookId = ((await wh.json()) as { id: string }).id;
-}, 120_000);
+}, 300_000);
 afterAll(() => svc?.close());
 
 test("sandboxes: listed and inspected under their organization only", async () => {
