@@ -19,6 +19,9 @@ import { observabilityFor } from "./observability/wiring";
 import { metricsModule } from "./observability";
 import { openapiRoutes } from "./openapi";
 import { keysModule } from "./keys";
+import { usageModule } from "./usage";
+import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
 
 /**
@@ -30,7 +33,10 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
   { surfaces: [], routes: homeRoutes },
   keysModule,
+  { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: consoleRoutes },
   meteringModule,
+  usageModule,
   limitsModule,
   gatewayModule,
   eventsModule,

@@ -32,7 +32,7 @@ const EventPageSchema = t.Object({
   nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next (older) page; null on the last page" }),
 });
 
-const WebhookSchema = t.Object({
+export const WebhookSchema = t.Object({
   id: t.String({ description: "`wh_...`" }),
   name: t.String(),
   url: t.String(),
@@ -57,7 +57,7 @@ const AttemptSchema = t.Object({
   worker: t.String({ description: "`host:pid` of the service process that made the attempt" }),
 });
 
-const DeliverySchema = t.Object({
+export const DeliverySchema = t.Object({
   id: t.String({ description: "`dlv_...`" }),
   eventId: t.String(),
   eventType: t.String(),

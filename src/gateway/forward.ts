@@ -61,6 +61,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let used: Candidate | undefined;
   const seen = d.observe?.modelCall(call);
+  let attempts = 0;
+  // Kept for the request log (stored only when REQUEST_LOG_BODIES is on; see the meter).
+  let sent: string | undefined;
+  let answer: string | undefined;
   const record = (status: number) => {
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
     d.meter.record({
@@ -73,6 +77,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       provider: used?.provider,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
+      cachedTokens: usage.cachedTokens,
+      attempts,
+      requestBody: sent,
+      responseBody: answer,
       latencyMs: performance.now() - call.startedAt,
       status,
       streamed: call.stream,
@@ -101,10 +109,12 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
     // body, an invalid header) is about this request, after it about this service.
     let answered = false;
     try {
+      attempts++;
+      sent = call.body(c);
       const res = await c.upstream.send({
         protocol: call.protocol,
         model: c.model,
-        body: call.body(c),
+        body: sent,
         stream: call.stream,
         clientHeaders: call.request.headers,
         signal: ac.signal,
@@ -132,6 +142,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
           record(502);
           throw new ApiError(502, `provider ${c.provider} rejected the gateway's credentials (${res.status})`);
         }
+        answer = text;
         record(res.status);
         return new Response(text, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
       }
@@ -146,7 +157,8 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         const json = parseJson(text);
         if (json) codec.usageFromBody(json, usage);
         const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
-        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = 0;
+        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = usage.cachedTokens = 0;
+        answer = text;
         record(res.status);
         return new Response(text, { status: res.status, headers });
       }

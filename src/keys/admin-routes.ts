@@ -36,7 +36,7 @@ const optionalProps = {
   spendingLimit: t.Optional(t.Union([t.Number({ minimum: 0 }), t.Null()])),
   rpm: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
   expiresAt: t.Optional(t.Union([t.String({ format: "date-time" }), t.Null()])),
-  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: "Scopes of public surfaces (`models`, `sandboxes`, `events`, `agents`); empty = every surface" })),
+  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: "Scopes of public surfaces (`models`, `sandboxes`, `events`, `agents`, `usage`); empty = every surface" })),
 };
 
 export function organizationJson(o: Organization) {

@@ -4,6 +4,7 @@ import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
 import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
+import { ADD_HOURLY, hourlySums } from "./hourly";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
@@ -17,6 +18,13 @@ export interface UsageRecord {
   provider?: string;
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens read from the provider's prompt cache, as the provider reports them. */
+  cachedTokens?: number;
+  /** Upstream tries (fallbacks and resends included); 1 when absent. */
+  attempts?: number;
+  /** The JSON sent upstream and the non-streamed answer: stored only when the meter keeps bodies. */
+  requestBody?: string;
+  responseBody?: string;
   latencyMs: number;
   status: number;
   streamed: boolean;
@@ -42,6 +50,14 @@ export interface MeterOptions {
    * must not grow memory without bound; past this, the oldest records are dropped (logged).
    */
   maxQueued?: number;
+  /**
+   * Characters of request and response bodies kept in the request log; 0 (the default)
+   * keeps none. Threat: prompts and answers are the tenants' data; they are stored only
+   * when the operator opts in (REQUEST_LOG_BODIES), and clipped.
+   */
+  bodyChars?: number;
+  /** The clock that stamps each record (epoch ms); tests pass a fixed one. */
+  now?: () => number;
 }
 
 /** `at`: epoch milliseconds (a Date per request costs more than the number). */
@@ -56,8 +72,8 @@ const MAX_TEXT = 256;
 /**
  * Usage metering off the hot path: `record` pushes onto an in-memory queue; a timer
  * writes queued records in one transaction per batch (the request rows, each pointing at
- * its series of organization, key, surface and models (see schema.ts), plus one UPDATE
- * adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
+ * its series of organization, key, surface and models (see schema.ts), the batch's sums
+ * added to `usage_hourly` (hourly.ts), plus one UPDATE adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
  * process's key cache picks up the new spend and the spending limit takes effect).
  * Costs come from the catalog, at each request's time. A failed write puts the batch back and
  * retries; `close()` drains the queue at shutdown.
@@ -75,6 +91,8 @@ export class BatchingUsageMeter implements UsageMeter {
   private readonly flushMs: number;
   private readonly maxBatch: number;
   private readonly maxQueued: number;
+  private readonly bodyChars: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly db: Db,
@@ -88,6 +106,8 @@ export class BatchingUsageMeter implements UsageMeter {
     // thousand records between two ticks.
     this.maxBatch = opts.maxBatch ?? 5000;
     this.maxQueued = opts.maxQueued ?? 100_000;
+    this.bodyChars = opts.bodyChars ?? 0;
+    this.now = opts.now ?? Date.now;
     this.timer = setInterval(() => {
       if (this.queue.length && !this.running) void this.flush();
     }, this.flushMs);
@@ -107,7 +127,13 @@ export class BatchingUsageMeter implements UsageMeter {
         this.queue.shift();
         if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
       }
-      this.queue.push({ ...u, at: Date.now() });
+      const queued: Queued = { ...u, at: this.now() };
+      // Bodies are dropped here unless kept: a queue of full prompts would hold megabytes.
+      if (this.bodyChars > 0) {
+        queued.requestBody = clipBody(u.requestBody, this.bodyChars);
+        queued.responseBody = clipBody(u.responseBody, this.bodyChars);
+      } else queued.requestBody = queued.responseBody = undefined;
+      this.queue.push(queued);
       // After close() (a late request finishing during shutdown) there is no timer: write now.
       if ((this.closed || this.queue.length >= this.maxBatch) && !this.running) queueMicrotask(() => void this.flush());
     } catch (err) {
@@ -189,14 +215,19 @@ export class BatchingUsageMeter implements UsageMeter {
         latency_ms: int(u.latencyMs),
         status: int(u.status),
         streamed: !!u.streamed,
+        attempts: Math.max(1, int(u.attempts ?? 1)),
+        cached_tokens: int(u.cachedTokens),
+        request_body: u.requestBody ?? null,
+        response_body: u.responseBody ?? null,
         created_at: u.at,
       };
     });
     await this.assignSeries(rows);
     // Keys in a fixed order, so two processes updating the same keys lock them alike.
     const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
+    const hourly = hourlySums(rows);
     const embedded = embeddedClient(this.db);
-    if (embedded) return writeEmbedded(embedded, rows, keys);
+    if (embedded) return writeEmbedded(embedded, rows, keys, hourly);
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
@@ -206,6 +237,9 @@ export class BatchingUsageMeter implements UsageMeter {
         insert into ${usageRequests} (${sql.raw(COLUMNS.join(", "))})
         select ${sql.raw(COLUMNS.join(", "))}
         from json_to_recordset(${json}::json) as r(${sql.raw(RECORD_TYPES)})
+        returning 1
+      ), hourly as (
+        ${sql.raw(ADD_HOURLY[0])}${hourly}${sql.raw(ADD_HOURLY[1])}
         returning 1
       )
       ${sql.raw(ADD_SPEND[0])}${JSON.stringify(keys)}${sql.raw(ADD_SPEND[1])}`);
@@ -281,27 +315,45 @@ interface UsageRow {
   latency_ms: number;
   status: number;
   streamed: boolean;
+  attempts: number;
+  cached_tokens: number;
+  request_body: string | null;
+  response_body: string | null;
   /** Epoch milliseconds. */
   created_at: number;
 }
 
-const COLUMNS = ["series_id", "request_id", "input_tokens", "output_tokens", "cost", "latency_ms", "status", "streamed", "created_at"] as const;
+const COLUMNS = [
+  "series_id",
+  "request_id",
+  "input_tokens",
+  "output_tokens",
+  "cost",
+  "latency_ms",
+  "status",
+  "streamed",
+  "attempts",
+  "cached_tokens",
+  "request_body",
+  "response_body",
+  "created_at",
+] as const;
 /** Adds each key's cost to its `spent` (and bumps `updated_at`), around the keys' JSON parameter. */
 const ADD_SPEND = [
   "update api_keys as k set spent = k.spent + v.cost, updated_at = now() from json_to_recordset(",
   "::json) as v(id text, cost numeric) where k.id = v.id",
 ] as const;
 const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, cached_tokens integer, request_body text, response_body text, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
  * unless PGLITE_THREAD), so each row's cost is paid by this process: there the rows go in
  * with a binary COPY (about a third cheaper per row than unpacking a JSON parameter, and
  * cheaper again than COPY's CSV, whose timestamps alone cost more to parse than the rest
- * of the row), then the spend, in one transaction.
+ * of the row), then the hourly sums and the spend, in one transaction.
  */
-async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
+async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[], hourly: string): Promise<void> {
   const copy = new BinaryCopyWriter(rows.length * 96);
   for (const r of rows) {
     // Fields in COLUMNS order, each in its column's type.
@@ -315,13 +367,25 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .int4(r.latency_ms)
       .int4(r.status)
       .bool(r.streamed)
+      .int4(r.attempts)
+      .int4(r.cached_tokens)
+      .text(r.request_body)
+      .text(r.response_body)
       .timestamptz(r.created_at);
   }
   const blob = new Blob([copy.finish()]);
   await client.transaction(async (tx) => {
     await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
+    await tx.query(`${ADD_HOURLY[0]}$1${ADD_HOURLY[1]}`, [hourly]);
     if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
   });
+}
+
+/** A body clipped to `max` characters, storable as text (see clip). */
+function clipBody(s: string | undefined, max: number): string | undefined {
+  if (typeof s !== "string") return undefined;
+  const t = (s.length > max ? s.slice(0, max) : s).toWellFormed();
+  return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }
 
 function int(n: unknown): number {

@@ -14,7 +14,7 @@ const tags = ["sandboxes"];
 const security: Record<string, string[]>[] = [{ bearer: [] }, { apiKeyHeader: [] }];
 
 const ErrorSchema = t.Object({ code: t.Integer(), message: t.String() });
-const SandboxSchema = t.Object({
+export const SandboxSchema = t.Object({
   sandboxID: t.String({ description: "`sbx_...`" }),
   templateID: t.String(),
   clientID: t.String({ description: "Always the same constant" }),

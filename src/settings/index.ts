@@ -58,6 +58,15 @@ export const SETTINGS = {
   metering: {
     flushMs: integer("USAGE_FLUSH_MS", 250, { min: 1 }),
   },
+  /** README: Usage API and request log. */
+  requestLog: {
+    /** Threat: prompts and answers are the tenants' data; they are kept only when the operator opts in. */
+    bodies: yesNo("REQUEST_LOG_BODIES", false),
+    /** Kept per body with REQUEST_LOG_BODIES: enough to recognise a request, not a transcript store. */
+    bodyChars: integer("REQUEST_LOG_BODY_CHARS", 4096, { min: 1 }),
+    retentionDays: integer("REQUEST_LOG_RETENTION_DAYS", 30),
+    pruneMs: integer("REQUEST_LOG_PRUNE_MS", 3_600_000, { min: 1000 }),
+  },
   egress: {
     /** Addresses exempt from the public-address check; plain http is allowed to them. */
     allow: cidrList("EGRESS_ALLOW_CIDRS"),

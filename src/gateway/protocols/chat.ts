@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { ApiError } from "../../http/errors";
 import { integer, MAX_MESSAGES, MAX_SYSTEM_CHARS, modelField, nullable, open, textOf } from "../schemas";
-import { count, defineProtocol, parseJson } from "./spec";
+import { cached, count, defineProtocol, parseJson } from "./spec";
 
 /** Chat completions (OpenAI style): `POST /v1/chat/completions`, streams end with `data: [DONE]`. */
 const ChatMessage = t.Object(
@@ -75,6 +75,7 @@ export const chat = defineProtocol({
     usageFromBody(json, u) {
       u.inputTokens = count(json?.usage?.prompt_tokens);
       u.outputTokens = count(json?.usage?.completion_tokens);
+      cached(u, json?.usage?.prompt_tokens_details?.cached_tokens);
     },
     onEvent(ev, u, strip) {
       if (ev.data === "[DONE]") return { terminal: true };
@@ -85,6 +86,7 @@ export const chat = defineProtocol({
       if (!json?.usage) return undefined;
       u.inputTokens = count(json.usage.prompt_tokens);
       u.outputTokens = count(json.usage.completion_tokens);
+      cached(u, json.usage.prompt_tokens_details?.cached_tokens);
       // The final usage chunk has no choices; drop it only when we asked for it ourselves.
       return { drop: strip && Array.isArray(json.choices) && json.choices.length === 0 };
     },

@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { checkSystemLength, MAX_MESSAGES, nullable, open, textOf } from "../schemas";
 import { GENVENDOR_STREAM_STATUS } from "./genvendor";
-import { count, defineProtocol, parseJson, type Usage } from "./spec";
+import { cached, count, defineProtocol, parseJson, type Usage } from "./spec";
 
 /**
  * generateContent (Gemini style): `POST {version}/models/{model}:generateContent`, or
@@ -31,6 +31,7 @@ function usageOf(json: any, u: Usage): void {
   const m = json?.usageMetadata;
   u.inputTokens = count(m?.promptTokenCount);
   u.outputTokens = count(m?.candidatesTokenCount) + count(m?.thoughtsTokenCount);
+  cached(u, m?.cachedContentTokenCount);
 }
 
 export const generateContent = defineProtocol({

@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { checkSystemLength, integer, MAX_MESSAGES, MAX_SYSTEM_CHARS, modelField, open, textOf } from "../schemas";
-import { count, defineProtocol, parseJson } from "./spec";
+import { cached, count, defineProtocol, parseJson } from "./spec";
 
 /** Messages (Anthropic style): `POST /v1/messages`, strict event order, `ping` events while idle. */
 const MessagesMessage = t.Object(
@@ -56,6 +56,7 @@ export const messages = defineProtocol({
     usageFromBody(json, u) {
       u.inputTokens = count(json?.usage?.input_tokens);
       u.outputTokens = count(json?.usage?.output_tokens);
+      cached(u, json?.usage?.cache_read_input_tokens);
     },
     onEvent(ev, u) {
       const name = ev.name || "";
@@ -65,6 +66,7 @@ export const messages = defineProtocol({
         if (usage) {
           u.inputTokens = count(usage.input_tokens);
           u.outputTokens = count(usage.output_tokens);
+          cached(u, usage.cache_read_input_tokens);
         }
       } else if (name === "message_delta") {
         const usage = parseJson(ev.data)?.usage;

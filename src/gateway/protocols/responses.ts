@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { checkSystemLength, integer, MAX_MESSAGES, MAX_SYSTEM_CHARS, modelField, open } from "../schemas";
-import { count, defineProtocol, parseJson } from "./spec";
+import { cached, count, defineProtocol, parseJson } from "./spec";
 
 /** Responses (OpenAI style): `POST /v1/responses`, streams end with response.completed / incomplete / failed. */
 const ResponsesBody = t.Object(
@@ -39,6 +39,7 @@ export const responses = defineProtocol({
     usageFromBody(json, u) {
       u.inputTokens = count(json?.usage?.input_tokens);
       u.outputTokens = count(json?.usage?.output_tokens);
+      cached(u, json?.usage?.input_tokens_details?.cached_tokens);
     },
     onEvent(ev, u) {
       const name = ev.name;
@@ -47,6 +48,7 @@ export const responses = defineProtocol({
         if (usage) {
           u.inputTokens = count(usage.input_tokens);
           u.outputTokens = count(usage.output_tokens);
+          cached(u, usage.input_tokens_details?.cached_tokens);
         }
         return { terminal: true };
       }

@@ -86,6 +86,8 @@ export interface ResourceRoute {
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens read from the provider's prompt cache, as the protocol reports them (unset when it does not). */
+  cachedTokens?: number;
 }
 
 export interface StreamEvent {
@@ -122,6 +124,11 @@ export interface ProtocolCodec {
 
 /** A token count from JSON: anything but a finite number counts as 0. */
 export const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+
+/** Cached input tokens, only where the upstream reported them (left unset otherwise). */
+export const cached = (u: Usage, v: unknown) => {
+  if (typeof v === "number" && Number.isFinite(v)) u.cachedTokens = v;
+};
 
 /** Parsed JSON, or undefined for text that is not JSON (a malformed upstream event). */
 export function parseJson(data: string): any {
