@@ -9,6 +9,7 @@ import { corsOriginsFrom, corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
+import { e2bDataModule, e2bModule } from "./e2b";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
@@ -32,6 +33,8 @@ export const routeModules: RouteModule[] = [
   gatewayModule,
   eventsModule,
   sandboxesModule,
+  e2bModule,
+  e2bDataModule,
   agentsModule,
   skillsModule,
   endpointsModule,
@@ -55,7 +58,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
-    const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
+    const takesBodies = !m.rawBodies && routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
     app = app.use(takesBodies ? new Elysia().use(bodyParser(s.config.bodyLimitBytes)).use(routes) : routes) as unknown as typeof app;
   }
   // Validation errors cost about what the validation did, whatever the body (src/http/validation.ts).

@@ -80,6 +80,35 @@ export interface DirEntry {
   size?: number;
 }
 
+/** A long-lived process with streamed stdio (the E2B-compatible process API). */
+export interface SpawnSpec {
+  /** argv inside the sandbox. */
+  argv: string[];
+  /** Added over the sandbox's environment and envVars. */
+  env: Record<string, string>;
+  /** Working directory inside the sandbox (default: the home directory). */
+  cwd?: string;
+}
+
+export interface SpawnedProcess {
+  stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
+  /** Writes to the process's stdin (ignored once stdin is closed or the process is gone). */
+  write(data: Uint8Array): void;
+  closeStdin(): void;
+  /** Signals the process and everything it started (its session inside the sandbox). */
+  kill(signal: "SIGTERM" | "SIGKILL"): void;
+  /** Exit code; 128 + n when killed by signal n. */
+  exited: Promise<number>;
+}
+
+/** What a sandbox uses right now. */
+export interface SandboxUsage {
+  /** CPU time used since the sandbox started, microseconds. */
+  cpuUsageUs: number;
+  memoryBytes: number;
+}
+
 /** What a backend finds when asked about a sandbox it created earlier ("foreign": created on another host, not ours to judge). */
 export type Liveness = "running" | "paused" | "gone" | "foreign";
 
@@ -115,6 +144,10 @@ export interface SandboxBackend {
   /** Removes a file or a directory tree; BackendError 404 when missing. */
   remove(id: string, state: BackendState, path: string): Promise<void>;
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]>;
+  /** Starts a process with streamed stdio; backends without it cannot serve the E2B process API. */
+  spawn?(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess;
+  /** Current resource use, when the backend can measure it (local: the sandbox's cgroup). */
+  usage?(id: string, state: BackendState): SandboxUsage | undefined;
   /** Start-up reconciliation: is this sandbox still there? */
   liveness(id: string, state: BackendState): Promise<Liveness>;
   /** Start-up reconciliation: destroy leftovers the database does not know as live. */

@@ -5,7 +5,7 @@ import { type NewEvent, recordEvent, recordEvents } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, type SandboxBackend, type SandboxTemplate } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, type SandboxBackend, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { type SandboxRow, sandboxes } from "./schema";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
@@ -316,6 +316,31 @@ export class SandboxService {
     const { outOfMemory, ...processResult } = result;
     this.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs, ...(outOfMemory ? { outOfMemory: true } : {}) } });
     return processResult;
+  }
+
+  /**
+   * A long-lived process with streamed stdio, with the sandbox's envVars under the
+   * caller's `env`. Not a `process.completed` event: it has no result to report when
+   * it is started, and its output is the caller's to read.
+   */
+  async spawn(organizationId: string, id: string, spec: SpawnSpec): Promise<SpawnedProcess> {
+    const row = await this.running(organizationId, id);
+    const backend = this.backendOf(row);
+    if (!backend.spawn) throw new ApiError(501, `sandbox backend '${row.backend}' cannot stream processes; use POST /sandboxes/{id}/processes`);
+    return this.call(async () => backend.spawn!(row.id, row.backendState, { ...spec, env: { ...row.envVars, ...spec.env } }), "failed to start process in provider");
+  }
+
+  /** Current resource use of a running sandbox; undefined when its backend cannot measure it. */
+  async usage(organizationId: string, id: string): Promise<SandboxUsage | undefined> {
+    const row = await this.running(organizationId, id);
+    const backend = this.backendOf(row);
+    return backend.usage ? this.call(async () => backend.usage!(row.id, row.backendState), "failed to read sandbox usage in provider") : undefined;
+  }
+
+  /** A file's bytes, up to `maxBytes` (larger gives 400). */
+  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
+    const row = await this.running(organizationId, id);
+    return this.call(() => this.backendOf(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../log";
-import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxResources, type SandboxTemplate } from "../backend";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxResources, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../backend";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
 import { runCaptured } from "./exec";
@@ -10,6 +10,7 @@ import { listDir, readFile, removePath, type RunScript, writeFile } from "./file
 import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { pauseBySignals, resumeBySignals } from "./pause";
 import { procStat, signal } from "./procfs";
+import { spawnStreaming } from "./spawn";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -277,6 +278,21 @@ export class LocalBackend implements SandboxBackend {
     if (r.timedOut) stderr += `\n[command timed out after ${spec.timeoutMs / 1000} s and was killed]\n`;
     else if (r.cancelled) stderr += CANCELLED_MARKER;
     return { stdout, stderr, exitCode: r.exitCode, ...(outOfMemory ? { outOfMemory } : {}) };
+  }
+
+  spawn(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess {
+    const s = this.live(id, state);
+    // The working directory is entered inside the sandbox, where only its own view of the file system exists.
+    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || SANDBOX_HOME, ...spec.argv];
+    return spawnStreaming(this.enterArgs(s, argv), sandboxEnv(spec.env), s.pidNs);
+  }
+
+  usage(id: string, state: BackendState): SandboxUsage | undefined {
+    const s = this.live(id, state);
+    if (!s.cgroup || !this.cgroups) return undefined;
+    const cpu = this.cgroups.cpuUsageUs(s.cgroup);
+    const mem = this.cgroups.memoryBytes(s.cgroup);
+    return cpu === undefined || mem === undefined ? undefined : { cpuUsageUs: cpu, memoryBytes: mem };
   }
 
   private runner(s: LocalState): RunScript {

@@ -35,6 +35,8 @@ export interface SandboxCgroups {
   oomKills(name: string): number;
   /** CPU time used by the group so far, microseconds. */
   cpuUsageUs(name: string): number | undefined;
+  /** Memory the group uses now (its processes plus its tmpfs pages), bytes. */
+  memoryBytes(name: string): number | undefined;
   /** How many CPU quota periods the group was throttled in. */
   cpuThrottled(name: string): number;
   /** Pids of the group's processes (host view). */

@@ -139,4 +139,10 @@ export class CgroupV1 implements SandboxCgroups {
     const ns = dir ? readText(join(dir, "cpuacct.usage")) : undefined;
     return ns === undefined ? undefined : Math.round(Number(ns) / 1000);
   }
+
+  memoryBytes(name: string): number | undefined {
+    const dir = this.dir("memory", name);
+    const n = dir ? readText(join(dir, "memory.usage_in_bytes")) : undefined;
+    return n === undefined ? undefined : Number(n);
+  }
 }

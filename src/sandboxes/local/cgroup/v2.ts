@@ -137,4 +137,9 @@ export class CgroupV2 implements SandboxCgroups {
   cpuUsageUs(name: string): number | undefined {
     return keyedNumbers(readText(join(this.dir(name), "cpu.stat"))).get("usage_usec");
   }
+
+  memoryBytes(name: string): number | undefined {
+    const n = readText(join(this.dir(name), "memory.current"));
+    return n === undefined ? undefined : Number(n);
+  }
 }
