@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Sandbox } from "e2b";
+import { AuthenticationError, Sandbox, SandboxNotFoundError } from "e2b";
 import { eventsOf } from "../sandboxes/helpers";
-import { type E2BContext, startE2B, stopE2B } from "./helpers";
+import { type E2BContext, sdkOptions, startE2B, stopE2B } from "./helpers";
 
+// The E2B control plane through the official SDK, with only apiUrl, sandboxUrl and one of our keys.
 let c: E2BContext;
 
 beforeAll(async () => {
@@ -11,14 +12,91 @@ beforeAll(async () => {
 
 afterAll(() => stopE2B(c));
 
-test("create, getInfo, list, commands.run, kill through the SDK", async () => {
-  const sbx = await Sandbox.create("base", { ...c.opts, metadata: { team: "a" }, timeoutMs: 120_000 });
+test("create, getInfo, commands, kill: the same sandbox and events as the spec's surface", async () => {
+  const sbx = await Sandbox.create("base", { ...c.opts, metadata: { team: "a" }, envs: { GREETING: "hello" }, timeoutMs: 120_000 });
   const info = await sbx.getInfo();
-  expect(info).toMatchObject({ sandboxId: sbx.sandboxId, templateId: "base", metadata: { team: "a" }, state: "running" });
-  const r = await sbx.commands.run("echo hi");
-  expect(r).toMatchObject({ exitCode: 0, stdout: "hi\n" });
+  expect(info).toMatchObject({ sandboxId: sbx.sandboxId, templateId: "base", metadata: { team: "a" }, state: "running", envdVersion: "0.5.7" });
+  expect(Math.abs(info.endAt.getTime() - (Date.now() + 120_000))).toBeLessThan(10_000);
+  expect((await sbx.commands.run("echo $GREETING")).stdout).toBe("hello\n");
+  // The spec's surface sees the same sandbox.
+  const spec = await c.svc.fetch(`/sandboxes/${sbx.sandboxId}`, { headers: { authorization: `Bearer ${c.key}` } });
+  expect(((await spec.json()) as { status: string }).status).toBe("running");
+  expect(await sbx.isRunning()).toBe(true);
   await sbx.kill();
+  expect(await sbx.isRunning()).toBe(false);
+  // Gone: E2B's 404, which kill() reads as "already gone" and getInfo as not found.
   expect(await Sandbox.kill(sbx.sandboxId, c.opts)).toBe(false);
+  await expect(Sandbox.getInfo(sbx.sandboxId, c.opts)).rejects.toBeInstanceOf(SandboxNotFoundError);
   const types = (await eventsOf(c.svc, sbx.sandboxId)).map((e) => e.type);
   expect(types).toEqual(["sandbox.lifecycle.created", "sandbox.lifecycle.killed"]);
+}, 60_000);
+
+test("setTimeout, pause, connect (resume) keep processes and files; events updated, paused, resumed", async () => {
+  const sbx = await Sandbox.create("base", { ...c.opts, timeoutMs: 60_000 });
+  await sbx.setTimeout(600_000);
+  expect(Math.abs((await sbx.getInfo()).endAt.getTime() - (Date.now() + 600_000))).toBeLessThan(10_000);
+  await sbx.files.write("/home/user/kept.txt", "still here");
+  await sbx.commands.run("sleep 1000", { background: true });
+  expect(await sbx.betaPause()).toBe(true);
+  expect((await Sandbox.getInfo(sbx.sandboxId, c.opts)).state).toBe("paused");
+  // Pausing a paused sandbox: E2B's 409, which the SDK reads as false.
+  expect(await Sandbox.pause(sbx.sandboxId, c.opts)).toBe(false);
+  const resumed = await Sandbox.connect(sbx.sandboxId, { ...c.opts, timeoutMs: 300_000 });
+  expect((await resumed.getInfo()).state).toBe("running");
+  expect(await resumed.files.read("/home/user/kept.txt")).toBe("still here");
+  expect((await resumed.commands.list()).some((p) => p.args.includes("sleep 1000"))).toBe(true);
+  // Connect to a running sandbox never shortens its TTL.
+  const before = (await resumed.getInfo()).endAt.getTime();
+  await Sandbox.connect(sbx.sandboxId, { ...c.opts, timeoutMs: 10_000 });
+  expect((await resumed.getInfo()).endAt.getTime()).toBe(before);
+  const types = (await eventsOf(c.svc, sbx.sandboxId)).map((e) => e.type);
+  expect(types).toEqual(["sandbox.lifecycle.created", "sandbox.lifecycle.updated", "sandbox.lifecycle.paused", "sandbox.lifecycle.resumed"]);
+  await resumed.kill();
+}, 90_000);
+
+test("list: state and metadata filters, cursor pagination", async () => {
+  const tag = `run-${Date.now()}`;
+  const made = [];
+  for (let i = 0; i < 3; i++) made.push(await Sandbox.create("base", { ...c.opts, metadata: { tag, n: String(i) } }));
+  await made[0].betaPause();
+  const running = await Sandbox.list({ ...c.opts, query: { metadata: { tag }, state: ["running"] } }).nextItems();
+  expect(running.map((s) => s.sandboxId).sort()).toEqual([made[1].sandboxId, made[2].sandboxId].sort());
+  const paused = await Sandbox.list({ ...c.opts, query: { metadata: { tag }, state: ["paused"] } }).nextItems();
+  expect(paused.map((s) => s.sandboxId)).toEqual([made[0].sandboxId]);
+  expect((await Sandbox.list({ ...c.opts, query: { metadata: { tag, n: "2" } } }).nextItems()).map((s) => s.sandboxId)).toEqual([made[2].sandboxId]);
+  // Two per page: every sandbox once, newest first.
+  const pager = Sandbox.list({ ...c.opts, query: { metadata: { tag } }, limit: 2 });
+  const seen: string[] = [];
+  while (pager.hasNext) seen.push(...(await pager.nextItems()).map((s) => s.sandboxId));
+  expect(seen).toEqual(made.map((s) => s.sandboxId).reverse());
+  for (const s of made) await Sandbox.kill(s.sandboxId, c.opts);
+  expect(await Sandbox.list({ ...c.opts, query: { metadata: { tag } } }).nextItems()).toEqual([]);
+}, 90_000);
+
+test("metrics come from the sandbox's cgroup", async () => {
+  const sbx = await Sandbox.create("base", c.opts);
+  await sbx.commands.run("head -c 20000000 /dev/zero > /tmp/fill");
+  const [m] = await sbx.getMetrics();
+  expect(m.memUsed).toBeGreaterThan(20_000_000);
+  expect(m.memTotal).toBe(2048 * 1024 * 1024);
+  expect(m.cpuCount).toBe(1);
+  expect(m.cpuUsedPct).toBeGreaterThanOrEqual(0);
+  await sbx.kill();
+}, 60_000);
+
+test("another organization's key sees nothing of the sandbox; a wrong key is the SDK's AuthenticationError", async () => {
+  const sbx = await Sandbox.create("base", c.opts);
+  const other = sdkOptions(c.svc, (await c.svc.key(await c.svc.org())).key);
+  await expect(Sandbox.getInfo(sbx.sandboxId, other)).rejects.toBeInstanceOf(SandboxNotFoundError);
+  expect(await Sandbox.kill(sbx.sandboxId, other)).toBe(false);
+  await expect(Sandbox.connect(sbx.sandboxId, other)).rejects.toBeInstanceOf(SandboxNotFoundError);
+  expect((await Sandbox.list(other).nextItems()).map((s) => s.sandboxId)).not.toContain(sbx.sandboxId);
+  await expect(Sandbox.create("base", { ...c.opts, apiKey: "sk-not-a-key" })).rejects.toBeInstanceOf(AuthenticationError);
+  // Bad input: E2B's error shape and status.
+  const r = await c.svc.fetch("/e2b/v2/sandboxes", { method: "POST", headers: { "x-api-key": c.key, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base", timeout: "soon" }) });
+  expect(r.status).toBe(400);
+  expect(await r.json()).toEqual({ code: 400, message: "timeout must be an integer number of seconds from 0 to 86400" });
+  const unknown = await c.svc.fetch("/e2b/v2/sandboxes", { method: "POST", headers: { "x-api-key": c.key, "content-type": "application/json" }, body: JSON.stringify({ templateID: "nope" }) });
+  expect(unknown.status).toBe(400);
+  await sbx.kill();
 }, 60_000);
