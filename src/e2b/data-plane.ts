@@ -3,6 +3,7 @@ import { type UniversalHandler, universalServerRequestFromFetch, universalServer
 import { Elysia } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError, toApiError } from "../http/errors";
+import type { Logger } from "../log";
 import type { SandboxService } from "../sandboxes/service";
 import type { AccessTokens } from "./access-token";
 import { apiErrors, SANDBOX, type SandboxRef } from "./context";
@@ -28,7 +29,7 @@ export const INTERPRETER_PORT = "49999";
  * organization's sandbox by its id. The token is checked before anything else runs,
  * and the sandbox service then checks the token's organization owns the sandbox.
  */
-export function e2bDataRoutes(deps: { sandboxes: SandboxService; tokens: AccessTokens; processes: ProcessTable; interpreter: Interpreter; bodyLimit: number }) {
+export function e2bDataRoutes(deps: { sandboxes: SandboxService; tokens: AccessTokens; processes: ProcessTable; interpreter: Interpreter; bodyLimit: number; log: Logger }) {
   const { sandboxes, tokens, interpreter, bodyLimit } = deps;
   const router = createConnectRouter({ interceptors: [apiErrors] });
   router.service(Process, processService(deps.processes));
@@ -64,11 +65,12 @@ export function e2bDataRoutes(deps: { sandboxes: SandboxService; tokens: AccessT
     throw new ApiError(404, `no such envd endpoint: ${request.method} ${path}`);
   };
 
-  return new Elysia({ prefix: "/e2b/sandbox" }).use(requestContext).all("/*", ({ request }) => handle(request).catch((e) => errorJson(e)), { parse: "none", detail: { hide: true } });
+  return new Elysia({ prefix: "/e2b/sandbox" }).use(requestContext).all("/*", ({ request }) => handle(request).catch((e) => errorJson(e, deps.log)), { parse: "none", detail: { hide: true } });
 }
 
 /** envd's HTTP error shape, `{code, message}` with the status as code. */
-function errorJson(e: unknown): Response {
+function errorJson(e: unknown, log: Logger): Response {
   const err = toApiError(e);
+  if (err.status >= 500 && !(e instanceof ApiError)) log.error("E2B data-plane request failed", { err: e });
   return Response.json({ code: err.status, message: err.message }, { status: err.status });
 }

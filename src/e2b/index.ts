@@ -41,6 +41,7 @@ export const e2bDataModule: RouteModule = {
       processes: new ProcessTable(sandboxes),
       interpreter: new Interpreter(sandboxes, s.config.bodyLimitBytes),
       bodyLimit: s.config.bodyLimitBytes,
+      log: s.log.child({ module: "e2b" }),
     });
   },
 };

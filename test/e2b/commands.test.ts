@@ -63,7 +63,7 @@ test("connect to a running background command", async () => {
 test("pty: a real terminal with input and resize", async () => {
   let out = "";
   const dec = new TextDecoder();
-  const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => (out += dec.decode(d)) });
+  const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => void (out += dec.decode(d)) });
   await sbx.pty.sendInput(pty.pid, new TextEncoder().encode("tty; stty size\n"));
   await waitFor(() => /\/dev\/pts\/\d+/.test(out) && out.includes("24 80"));
   await sbx.pty.resize(pty.pid, { cols: 100, rows: 40 });
