@@ -27,7 +27,11 @@ export class AccessTokens {
   /** The sandbox's token, issuing one on first use. */
   async tokenFor(organizationId: string, sandboxId: string): Promise<string> {
     const [row] = await this.db.select().from(e2bAccessTokens).where(eq(e2bAccessTokens.sandboxId, sandboxId));
-    if (row && row.organizationId === organizationId) return this.box.open(row.tokenSealed, sandboxId);
+    if (row) {
+      // Callers have checked the organization owns the sandbox; this is the second lock.
+      if (row.organizationId !== organizationId) throw new Error(`access token of sandbox ${sandboxId} belongs to another organization`);
+      return this.box.open(row.tokenSealed, sandboxId);
+    }
     const token = randomBytes(32).toString("base64url");
     await this.db
       .insert(e2bAccessTokens)
@@ -35,6 +39,7 @@ export class AccessTokens {
       .onConflictDoNothing();
     // Two first connects at once: the one stored wins.
     const [stored] = await this.db.select().from(e2bAccessTokens).where(eq(e2bAccessTokens.sandboxId, sandboxId));
+    if (stored.organizationId !== organizationId) throw new Error(`access token of sandbox ${sandboxId} belongs to another organization`);
     return this.box.open(stored.tokenSealed, sandboxId);
   }
 

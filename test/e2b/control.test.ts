@@ -8,7 +8,7 @@ let c: E2BContext;
 
 beforeAll(async () => {
   c = await startE2B();
-}, 120_000);
+}, 240_000);
 
 afterAll(() => stopE2B(c));
 
@@ -53,6 +53,24 @@ test("setTimeout, pause, connect (resume) keep processes and files; events updat
   expect(types).toEqual(["sandbox.lifecycle.created", "sandbox.lifecycle.updated", "sandbox.lifecycle.paused", "sandbox.lifecycle.resumed"]);
   await resumed.kill();
 }, 90_000);
+
+test("a sandbox made on the spec's surface is usable through the SDK, with one token for every connect", async () => {
+  const res = await c.svc.fetch("/sandboxes", { method: "POST", headers: { authorization: `Bearer ${c.key}`, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base", envVars: { FROM: "spec" } }) });
+  const { sandboxID } = (await res.json()) as { sandboxID: string };
+  const a = await Sandbox.connect(sandboxID, c.opts);
+  const b = await Sandbox.connect(sandboxID, c.opts);
+  expect((await b.commands.run("echo $FROM")).stdout).toBe("spec\n");
+  expect((await a.commands.run("echo again")).stdout).toBe("again\n");
+  // A token opens only its own sandbox.
+  const other = await Sandbox.create("base", c.opts);
+  const token = (a as unknown as { envdAccessToken: string }).envdAccessToken;
+  const cross = await c.svc.fetch("/e2b/sandbox/process.Process/List", { method: "POST", headers: { "content-type": "application/json", "e2b-sandbox-id": other.sandboxId, "x-access-token": token }, body: "{}" });
+  expect(cross.status).toBe(401);
+  await other.kill();
+  await a.kill();
+  const types = (await eventsOf(c.svc, sandboxID)).map((e) => e.type);
+  expect(types).toEqual(["sandbox.lifecycle.created", "sandbox.lifecycle.killed"]);
+}, 60_000);
 
 test("list: state and metadata filters, cursor pagination", async () => {
   const tag = `run-${Date.now()}`;

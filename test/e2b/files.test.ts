@@ -10,7 +10,7 @@ let sbx: Sandbox;
 beforeAll(async () => {
   c = await startE2B();
   sbx = await Sandbox.create("base", c.opts);
-}, 120_000);
+}, 240_000);
 
 afterAll(() => stopE2B(c));
 

@@ -14,7 +14,7 @@ beforeAll(async () => {
   c = await startE2B();
   // The SDK's default template (E2B's name) maps to our code_interpreter template.
   sbx = await Sandbox.create(c.opts);
-}, 120_000);
+}, 240_000);
 
 afterAll(() => stopE2B(c));
 
