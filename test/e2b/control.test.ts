@@ -118,3 +118,60 @@ test("another organization's key sees nothing of the sandbox; a wrong key is the
   expect(unknown.status).toBe(400);
   await sbx.kill();
 }, 60_000);
+
+test("hostile input on the control plane: E2B's error shape, never a 5xx", async () => {
+  const call = (method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
+    c.svc.fetch(`/e2b${path}`, { method, headers: { "x-api-key": c.key, "content-type": "application/json", ...headers }, body });
+  const cases: [string, string, string | undefined, number][] = [
+    ["POST", "/v2/sandboxes", "{not json", 400],
+    ["POST", "/v2/sandboxes", JSON.stringify({ templateID: "base", metadata: "x" }), 400],
+    ["POST", "/v2/sandboxes", JSON.stringify({ templateID: "base", envVars: { A: 1 } }), 400],
+    ["POST", "/v2/sandboxes", JSON.stringify({ templateID: 5 }), 400],
+    ["POST", "/v2/sandboxes", JSON.stringify({ templateID: "base", timeout: 10 ** 9 }), 400],
+    ["GET", "/v2/sandboxes?state=killed", undefined, 400],
+    ["GET", "/v2/sandboxes?limit=0", undefined, 400],
+    ["GET", "/v2/sandboxes?limit=abc", undefined, 400],
+    ["GET", "/v2/sandboxes?startedAfter=yesterday", undefined, 400],
+    ["GET", "/sandboxes/..%2F..%2Fetc", undefined, 404],
+    ["GET", "/sandboxes/sbx_doesnotexist", undefined, 404],
+    ["DELETE", "/sandboxes/nope", undefined, 404],
+    ["POST", "/sandboxes/nope/timeout", JSON.stringify({ timeout: 10 }), 404],
+    ["POST", "/sandboxes/nope/pause", undefined, 404],
+    ["POST", "/v2/sandboxes/nope/connect", JSON.stringify({ timeout: 10 }), 404],
+    ["GET", "/sandboxes/nope/metrics", undefined, 404],
+  ];
+  for (const [method, path, body, status] of cases) {
+    const r = await call(method, path, body);
+    const json = (await r.json()) as { code: number; message: string };
+    expect({ path, body, status: r.status, code: json.code, hasMessage: typeof json.message === "string" }).toEqual({ path, body, status, code: status, hasMessage: true });
+  }
+  expect((await call("GET", "/v2/sandboxes", undefined, { "x-api-key": "" })).status).toBe(401);
+});
+
+test("hostile input on the data plane", async () => {
+  const sbx = await Sandbox.create("base", c.opts);
+  const token = (sbx as unknown as { envdAccessToken: string }).envdAccessToken;
+  const call = (path: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}) =>
+    c.svc.fetch(`/e2b/sandbox${path}`, { method: init.method ?? "POST", body: init.body, headers: { "content-type": "application/json", "e2b-sandbox-id": sbx.sandboxId, "x-access-token": token, ...init.headers } });
+  expect((await call("/process.Process/List", { headers: { "e2b-sandbox-id": "" } })).status).toBe(401);
+  expect((await call("/process.Process/List", { headers: { "e2b-sandbox-id": "sbx_../../x" } })).status).toBe(401);
+  const badJson = await call("/filesystem.Filesystem/Stat", { body: "{nope" });
+  expect(badJson.status).toBe(400);
+  expect(((await badJson.json()) as { code: string }).code).toBe("invalid_argument");
+  const noPath = await call("/filesystem.Filesystem/Stat", { body: "{}" });
+  expect(((await noPath.json()) as { code: string }).code).toBe("invalid_argument");
+  const depth = await call("/filesystem.Filesystem/ListDir", { body: JSON.stringify({ path: "/", depth: 1000 }) });
+  expect(((await depth.json()) as { code: string }).code).toBe("invalid_argument");
+  const nul = await call("/filesystem.Filesystem/Stat", { body: JSON.stringify({ path: "/tmp/\u0000x" }) });
+  expect(((await nul.json()) as { code: string }).code).toBe("invalid_argument");
+  const noProc = await call("/process.Process/SendInput", { body: JSON.stringify({ process: { pid: 99999 } }) });
+  expect(((await noProc.json()) as { code: string }).code).toBe("not_found");
+  const hugePty = await call("/process.Process/Update", { body: JSON.stringify({ process: { pid: 99999 }, pty: { size: { cols: 1e6, rows: 1 } } }) });
+  expect(hugePty.status).toBeLessThan(500);
+  expect((await call("/files", { method: "GET" })).status).toBe(400);
+  expect((await call("/files?path=/nope", { method: "GET" })).status).toBe(404);
+  expect((await call("/files?path=/dev/zero", { method: "GET" })).status).toBe(400);
+  expect((await call("/nothing-here", { method: "GET" })).status).toBe(404);
+  expect((await call("/health", { method: "GET", headers: { "e2b-sandbox-port": "8080" } })).status).toBe(502);
+  await sbx.kill();
+});

@@ -24,7 +24,7 @@ test("state is kept between runs; the last expression is the text result", async
   const second = await sbx.runCode("x + 1");
   expect(second.text).toBe("2");
   expect(second.executionCount).toBeGreaterThan(first.executionCount!);
-}, 120_000);
+}, 240_000);
 
 test("rich results: PNG, HTML and JSON", async () => {
   const png = await sbx.runCode(
@@ -83,7 +83,7 @@ test("two contexts are isolated; contexts can be listed, restarted and removed",
   await sbx.removeCodeContext(b);
   expect((await sbx.listCodeContexts()).map((x) => x.id)).not.toContain(b.id);
   await expect(sbx.runCode("1", { context: b })).rejects.toThrow();
-}, 120_000);
+}, 240_000);
 
 test("without the sandbox's token the interpreter refuses", async () => {
   const res = await c.svc.fetch("/e2b/sandbox/execute", { method: "POST", headers: { "content-type": "application/json", "e2b-sandbox-id": sbx.sandboxId, "e2b-sandbox-port": "49999" }, body: JSON.stringify({ code: "1" }) });
