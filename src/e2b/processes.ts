@@ -17,6 +17,14 @@ export interface StartOptions {
 }
 
 /**
+ * Output read while nobody watches, before reading stops. Threat: a background
+ * `yes` nobody watches would keep the service reading and dropping at full speed for
+ * as long as it lives. Past this the pipe is left to fill and the writer blocks, as on
+ * a terminal nobody reads, until a Connect attaches again.
+ */
+const MAX_UNWATCHED_BYTES = 16 * 1024 * 1024;
+
+/**
  * One running process of the E2B process API. It reads its own output and fans it out
  * to the streams watching it (Start, Connect); output nobody watches is dropped, as
  * envd does. It outlives the request that started it (background commands).
@@ -26,6 +34,10 @@ export class RunningProcess {
   /** Events before the starting stream attached (it attaches right after spawn, so little). */
   private early: ProcEvent[] | undefined = [];
   ended: number | undefined;
+  private unwatched = 0;
+  /** Resolves the pumps held back for lack of watchers (see MAX_UNWATCHED_BYTES). */
+  private release: (() => void) | undefined;
+  private held: Promise<void> | undefined;
 
   constructor(
     readonly pid: number,
@@ -46,7 +58,12 @@ export class RunningProcess {
 
   private async pump(stream: ReadableStream<Uint8Array>, kind: "stdout" | "stderr" | "pty") {
     try {
-      for await (const chunk of stream) this.emit({ kind, data: chunk });
+      for await (const chunk of stream) {
+        this.emit({ kind, data: chunk });
+        if (this.watchers.size || this.early) continue;
+        this.unwatched += chunk.length;
+        if (this.unwatched > MAX_UNWATCHED_BYTES) await (this.held ??= new Promise<void>((r) => (this.release = r)));
+      }
     } catch {
       // The stream ends with the process.
     }
@@ -71,6 +88,9 @@ export class RunningProcess {
       return;
     }
     this.watchers.add(watcher);
+    this.unwatched = 0;
+    this.release?.();
+    this.held = this.release = undefined;
     const onAbort = () => wake?.();
     signal.addEventListener("abort", onAbort);
     try {

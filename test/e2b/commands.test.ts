@@ -60,6 +60,19 @@ test("connect to a running background command", async () => {
   expect((await again.wait()).stdout).toBe("late\n");
 });
 
+test("output nobody watches is read only up to a cap; the writer then waits for a reader", async () => {
+  const h = await sbx.commands.run("head -c 20000000 /dev/zero; echo done", { background: true });
+  await h.disconnect();
+  // The writer ends up blocked writing to its full stdout (a pipe or socket pair; it
+  // would have finished long since if the service kept reading and dropping).
+  await waitFor(async () => /^(pipe_write|sock_alloc_send_pskb|unix_stream_sendmsg)$/.test((await sbx.commands.run("cat /proc/$(pgrep -x head)/wchan 2>/dev/null; true")).stdout.trim()), 30_000);
+  // A reader attaching lets it finish.
+  const again = await sbx.commands.connect(h.pid);
+  const r = await again.wait();
+  expect(r.exitCode).toBe(0);
+  expect(r.stdout.endsWith("done\n")).toBe(true);
+}, 60_000);
+
 test("pty: a real terminal with input and resize", async () => {
   let out = "";
   const dec = new TextDecoder();
@@ -82,9 +95,9 @@ test("a wrong access token is the SDK's AuthenticationError", async () => {
   await expect(wrong.files.read("/etc/hostname")).rejects.toBeInstanceOf(AuthenticationError);
 });
 
-async function waitFor(fn: () => boolean, ms = 10_000) {
+async function waitFor(fn: () => boolean | Promise<boolean>, ms = 10_000) {
   const end = Date.now() + ms;
-  while (!fn()) {
+  while (!(await fn())) {
     if (Date.now() > end) throw new Error("timed out waiting");
     await Bun.sleep(20);
   }
