@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { AuthenticationError, Sandbox, SandboxNotFoundError } from "e2b";
+import { startReceiver } from "../events/receiver";
 import { eventsOf } from "../sandboxes/helpers";
 import { type E2BContext, sdkOptions, startE2B, stopE2B } from "./helpers";
 
@@ -29,6 +30,23 @@ test("create, getInfo, commands, kill: the same sandbox and events as the spec's
   await expect(Sandbox.getInfo(sbx.sandboxId, c.opts)).rejects.toBeInstanceOf(SandboxNotFoundError);
   const types = (await eventsOf(c.svc, sbx.sandboxId)).map((e) => e.type);
   expect(types).toEqual(["sandbox.lifecycle.created", "sandbox.lifecycle.killed"]);
+}, 60_000);
+
+test("webhooks receive the lifecycle of a sandbox made through the SDK", async () => {
+  const receiver = startReceiver();
+  try {
+    const reg = await c.svc.fetch("/events/webhooks", { method: "POST", headers: { authorization: `Bearer ${c.key}`, "content-type": "application/json" }, body: JSON.stringify({ name: "e2b", url: receiver.url }) });
+    expect(reg.status).toBe(201);
+    const sbx = await Sandbox.create("base", c.opts);
+    await sbx.kill();
+    const ofSandbox = () => receiver.received.map((r) => JSON.parse(new TextDecoder().decode(r.raw)) as { type: string; sandboxID: string }).filter((e) => e.sandboxID === sbx.sandboxId);
+    await receiver.waitFor(() => ofSandbox().length >= 2, 30_000);
+    expect(ofSandbox().map((e) => e.type).sort()).toEqual(["sandbox.lifecycle.created", "sandbox.lifecycle.killed"]);
+    const { id } = (await reg.json()) as { id: string };
+    await c.svc.fetch(`/events/webhooks/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${c.key}` } });
+  } finally {
+    receiver.stop();
+  }
 }, 60_000);
 
 test("setTimeout, pause, connect (resume) keep processes and files; events updated, paused, resumed", async () => {
