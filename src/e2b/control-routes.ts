@@ -73,7 +73,9 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
   };
 
   const create = async (org: string, body: Record<string, unknown>) => {
-    const templateID = TEMPLATE_ALIASES[String(body.templateID)] && !sandboxes.templates.has(String(body.templateID)) ? TEMPLATE_ALIASES[String(body.templateID)] : String(body.templateID);
+    const asked = String(body.templateID);
+    // A configured template of that name wins over E2B's alias.
+    const templateID = sandboxes.templates.has(asked) ? asked : (TEMPLATE_ALIASES[asked] ?? asked);
     return created(
       await sandboxes.create(org, {
         templateID,
