@@ -37,7 +37,7 @@ test("write, read, exists, list, makeDir, rename, remove", async () => {
   expect(await sbx.files.exists("/home/user/a/sub/deep.txt")).toBe(false);
   await expect(sbx.files.read("/home/user/a/b.txt")).rejects.toBeInstanceOf(FileNotFoundError);
   await expect(sbx.files.list("/home/user/missing")).rejects.toBeInstanceOf(FileNotFoundError);
-});
+}, 60_000);
 
 test("the sandbox's own view: host files are not reachable", async () => {
   // The host's /etc/passwd is not mounted; the sandbox has its own.
@@ -59,6 +59,24 @@ test("watchDir sees a change", async () => {
   await handle.stop();
 });
 
+test("the polling watcher calls: CreateWatcher, GetWatcherEvents, RemoveWatcher", async () => {
+  const token = (sbx as unknown as { envdAccessToken: string }).envdAccessToken;
+  const rpc = async (method: string, body: unknown) => {
+    const res = await c.svc.fetch(`/e2b/sandbox/filesystem.Filesystem/${method}`, { method: "POST", headers: { "content-type": "application/json", "e2b-sandbox-id": sbx.sandboxId, "x-access-token": token }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+  await sbx.files.makeDir("/home/user/polled");
+  const { body } = await rpc("CreateWatcher", { path: "/home/user/polled", recursive: false });
+  expect(typeof body.watcherId).toBe("string");
+  await sbx.files.write("/home/user/polled/x.txt", "1");
+  const seen: { name: string; type: string }[] = [];
+  await waitFor(() => seen.some((e) => e.name === "x.txt" && e.type === "EVENT_TYPE_CREATE"), 10_000, async () => void seen.push(...((await rpc("GetWatcherEvents", { watcherId: body.watcherId })).body.events ?? [])));
+  expect((await rpc("RemoveWatcher", { watcherId: body.watcherId })).status).toBe(200);
+  const gone = await rpc("GetWatcherEvents", { watcherId: body.watcherId });
+  expect({ status: gone.status, code: gone.body.code }).toEqual({ status: 404, code: "not_found" });
+  expect((await rpc("CreateWatcher", { path: "/home/user/none" })).body.code).toBe("not_found");
+});
+
 test("5 MB binary upload and download are byte-exact", async () => {
   const data = randomBytes(5 * 1024 * 1024);
   await sbx.files.write("/home/user/blob.bin", new Blob([data]));
@@ -68,9 +86,11 @@ test("5 MB binary upload and download are byte-exact", async () => {
   expect((await sbx.commands.run("sha256sum /home/user/blob.bin")).stdout.split(" ")[0]).toBe(new Bun.CryptoHasher("sha256").update(data).digest("hex"));
 }, 60_000);
 
-async function waitFor(fn: () => boolean, ms = 10_000) {
+async function waitFor(fn: () => boolean, ms = 10_000, poll?: () => Promise<void>) {
   const end = Date.now() + ms;
-  while (!fn()) {
+  for (;;) {
+    await poll?.();
+    if (fn()) return;
     if (Date.now() > end) throw new Error("timed out waiting");
     await Bun.sleep(20);
   }
