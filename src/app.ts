@@ -9,6 +9,7 @@ import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
+import { e2bDataModule, e2bModule } from "./e2b";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
@@ -41,6 +42,8 @@ export const routeModules: RouteModule[] = [
   gatewayModule,
   eventsModule,
   sandboxesModule,
+  e2bModule,
+  e2bDataModule,
   agentsModule,
   skillsModule,
   endpointsModule,
@@ -66,7 +69,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   let app = new Elysia().use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
-    const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
+    const takesBodies = !m.rawBodies && routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
     app = app.use(takesBodies ? new Elysia().use(bodyParser(s.config.bodyLimitBytes)).use(routes) : routes) as unknown as typeof app;
   }
   // Validation errors cost about what the validation did, whatever the body (src/http/validation.ts).

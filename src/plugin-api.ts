@@ -49,6 +49,9 @@ export type {
   SandboxProcesses,
   SandboxResources,
   SandboxTemplate,
+  SandboxUsage,
+  SpawnedProcess,
+  SpawnSpec,
 } from "./sandboxes/backend";
 
 export {

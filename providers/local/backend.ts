@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxResources } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -10,6 +10,7 @@ import { listDir, readFile, removePath, type RunScript, writeFile } from "./file
 import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { pauseBySignals, resumeBySignals } from "./pause";
 import { procStat, signal } from "./procfs";
+import { spawnStreaming } from "./spawn";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -279,6 +280,22 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     return { stdout, stderr, exitCode: r.exitCode, ...(outOfMemory ? { outOfMemory } : {}) };
   }
 
+  spawn(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess {
+    const s = this.live(id, state);
+    // The working directory is entered inside the sandbox, where only its own view of the file system exists.
+    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || SANDBOX_HOME, ...spec.argv];
+    return spawnStreaming(this.enterArgs(s, argv), sandboxEnv(spec.env), s.pidNs);
+  }
+
+  usage(_id: string, state: BackendState): SandboxUsage | undefined {
+    const s = state as LocalState;
+    // Only a group of this host, still there (the metrics scrape asks about every live sandbox).
+    if (!s.cgroup || !this.cgroups || s.host !== HOST_ID || !this.cgroups.exists(s.cgroup)) return undefined;
+    const cpu = this.cgroups.cpuUsageUs(s.cgroup);
+    const mem = this.cgroups.memoryBytes(s.cgroup);
+    return cpu === undefined || mem === undefined ? undefined : { cpuUsageUs: cpu, memoryBytes: mem };
+  }
+
   private runner(s: LocalState): RunScript {
     return (script, args, opts = {}) =>
       runCaptured({
@@ -330,14 +347,6 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     // Killing a pid namespace's init kills every process in the namespace; the cgroup's
     // kill covers the rest.
     await this.destroyDir(id, s);
-  }
-
-  usage(_id: string, state: BackendState): { cpuSeconds?: number; memoryBytes?: number } | undefined {
-    const s = state as LocalState;
-    const cg = s.cgroup && s.host === HOST_ID ? this.cgroups : undefined;
-    if (!cg || !s.cgroup || !cg.exists(s.cgroup)) return undefined;
-    const us = cg.cpuUsageUs(s.cgroup);
-    return { cpuSeconds: us === undefined ? undefined : us / 1e6, memoryBytes: cg.memoryBytes(s.cgroup) };
   }
 
   async liveness(_id: string, state: BackendState): Promise<Liveness> {

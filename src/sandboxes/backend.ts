@@ -79,6 +79,35 @@ export interface DirEntry {
   size?: number;
 }
 
+/** A long-lived process with streamed stdio (the E2B-compatible process API). */
+export interface SpawnSpec {
+  /** argv inside the sandbox. */
+  argv: string[];
+  /** Added over the sandbox's environment and envVars. */
+  env: Record<string, string>;
+  /** Working directory inside the sandbox (default: the home directory). */
+  cwd?: string;
+}
+
+export interface SpawnedProcess {
+  stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
+  /** Writes to the process's stdin (ignored once stdin is closed or the process is gone). */
+  write(data: Uint8Array): void;
+  closeStdin(): void;
+  /** Signals the process and everything it started (its session inside the sandbox). */
+  kill(signal: "SIGTERM" | "SIGKILL"): void;
+  /** Exit code; 128 + n when killed by signal n. */
+  exited: Promise<number>;
+}
+
+/** What a sandbox uses right now. */
+export interface SandboxUsage {
+  /** CPU time used since the sandbox started, microseconds. */
+  cpuUsageUs: number;
+  memoryBytes: number;
+}
+
 /** What a backend finds when asked about a sandbox it created earlier ("foreign": created on another host, not ours to judge). */
 export type Liveness = "running" | "paused" | "gone" | "foreign";
 
@@ -113,8 +142,8 @@ export interface SandboxLifecycle<F = unknown> {
   destroy(id: string, state: BackendState): Promise<void>;
   /** Tells the backend the new lifetime (remote backends enforce their own TTL too). */
   setTimeout?(id: string, state: BackendState, timeoutSec: number): Promise<void>;
-  /** Resources in use now, where the backend can tell (the local one reads the sandbox's cgroup); metrics. */
-  usage?(id: string, state: BackendState): { cpuSeconds?: number; memoryBytes?: number } | undefined;
+  /** Resources in use now, where the backend can tell (the local one reads the sandbox's cgroup): metrics, E2B's metrics API. */
+  usage?(id: string, state: BackendState): SandboxUsage | undefined;
   /** Start-up reconciliation: is this sandbox still there? */
   liveness(id: string, state: BackendState): Promise<Liveness>;
   /** Start-up reconciliation: destroy leftovers the database does not know as live. */
@@ -125,6 +154,8 @@ export interface SandboxLifecycle<F = unknown> {
 /** `serves: ["processes"]`: runs commands. */
 export interface SandboxProcesses {
   exec(id: string, state: BackendState, spec: ExecSpec): Promise<ExecResult>;
+  /** Starts a process with streamed stdio; backends without it cannot serve the E2B process API. */
+  spawn?(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess;
 }
 
 /** `serves: ["filesystem"]`: reads and writes files. */
@@ -163,8 +194,8 @@ export type FullSandboxBackend<F = unknown> = SandboxLifecycle<F> & SandboxProce
  * (undefined otherwise): what the sandbox API calls, so an undeclared method is never used.
  */
 export function processesOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxProcesses | undefined {
-  const exec = backend.exec;
-  return serves.includes("processes") && exec ? { exec: exec.bind(backend) } : undefined;
+  const { exec, spawn } = backend;
+  return serves.includes("processes") && exec ? { exec: exec.bind(backend), spawn: spawn?.bind(backend) } : undefined;
 }
 
 export function filesystemOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxFilesystem | undefined {

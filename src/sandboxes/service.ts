@@ -6,7 +6,7 @@ import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { type SandboxRow, sandboxes } from "./schema";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
@@ -370,9 +370,34 @@ export class SandboxService {
         continue;
       }
       const u = backend.usage?.(row.id, row.backendState);
-      if (u) out.push({ id: row.id, ...u });
+      if (u) out.push({ id: row.id, cpuSeconds: u.cpuUsageUs / 1e6, memoryBytes: u.memoryBytes });
     }
     return out;
+  }
+
+  /**
+   * A long-lived process with streamed stdio, with the sandbox's envVars under the
+   * caller's `env`. Not a `process.completed` event: it has no result to report when
+   * it is started, and its output is the caller's to read.
+   */
+  async spawn(organizationId: string, id: string, spec: SpawnSpec): Promise<SpawnedProcess> {
+    const row = await this.running(organizationId, id);
+    const spawn = this.processes(row).spawn;
+    if (!spawn) throw new ApiError(501, `sandbox backend '${row.backend}' cannot stream processes; use POST /sandboxes/{id}/processes`);
+    return this.call(async () => spawn(row.id, row.backendState, { ...spec, env: { ...row.envVars, ...spec.env } }), "failed to start process in provider");
+  }
+
+  /** Current resource use of one running sandbox; undefined when its backend cannot measure it. */
+  async usageOf(organizationId: string, id: string): Promise<SandboxUsage | undefined> {
+    const row = await this.running(organizationId, id);
+    const backend = this.backendOf(row);
+    return backend.usage ? this.call(async () => backend.usage!(row.id, row.backendState), "failed to read sandbox usage in provider") : undefined;
+  }
+
+  /** A file's bytes, up to `maxBytes` (larger gives 400). */
+  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
+    const row = await this.running(organizationId, id);
+    return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
