@@ -4,20 +4,25 @@ import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
 import { downloadMedia, type MediaSource, upstreamError } from "../src/generation/upstream";
 import { definePlugin } from "../src/registry/plugin";
 
-/** Google Gemini API: generateContent / streamGenerateContent and Interactions. */
+/**
+ * Google Gemini API: generateContent / streamGenerateContent and Interactions, and the
+ * chat completions protocol Gemini serves itself under `/v1beta/openai/` (its OpenAI
+ * compatibility layer): Gemini models on the chat surface go there unchanged.
+ */
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-goog-api-key`" }),
   baseURL: Type.Optional(Type.String({ default: "https://generativelanguage.googleapis.com", description: "Base URL without the version segment" })),
   apiVersion: Type.Optional(Type.String({ default: "v1beta" })),
   vendor: Type.Optional(Type.String()),
   models: Type.Optional(Type.Array(Type.String())),
+  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("generateContent"), Type.Literal("interactions"), Type.Literal("chat")]), { description: "Protocols to use this upstream for (default all)" })),
 });
 
 export default definePlugin({
   kind: "model",
   name: "gemini",
   description: "Google Gemini API (generateContent, Interactions; Imagen and Veo generation)",
-  serves: ["generateContent", "interactions"],
+  serves: ["generateContent", "interactions", "chat"],
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.GEMINI_API_KEY) return undefined;
@@ -26,18 +31,21 @@ export default definePlugin({
   create(config, ctx) {
     const v = `/${config.apiVersion ?? "v1beta"}`;
     const base = (config.baseURL ?? "https://generativelanguage.googleapis.com").replace(/\/+$/, "");
+    const nativeHeaders = { "content-type": "application/json", "x-goog-api-key": config.apiKey };
+    const chatHeaders = { "content-type": "application/json", authorization: `Bearer ${config.apiKey}` };
     const provider = httpProvider({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,
       baseURL: config.baseURL ?? "https://generativelanguage.googleapis.com",
       path(req) {
+        if (req.protocol === "chat") return "/v1beta/openai/chat/completions";
         if (req.protocol === "interactions") return req.interactionId ? `${v}/interactions/${encodeURIComponent(req.interactionId)}` : `${v}/interactions`;
         const model = encodeURIComponent(req.model);
         return req.stream ? `${v}/models/${model}:streamGenerateContent?alt=sse` : `${v}/models/${model}:generateContent`;
       },
-      headers: () => ({ "content-type": "application/json", "x-goog-api-key": config.apiKey }),
+      headers: (req) => (req.protocol === "chat" ? chatHeaders : nativeHeaders),
     });
-    return { ...provider, generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
+    return { ...provider, serves: config.serves ?? ["generateContent", "interactions", "chat"], generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
   },
 });
 

@@ -21,7 +21,17 @@ export interface VendorSource {
   prices: string;
   /** Ids in the vendor's dataset entries that belong to another vendor (Vertex resells Claude). */
   foreign?: RegExp;
+  /** Only ids matching this are the vendor's (the price table shares one provider between two of ours). */
+  only?: RegExp;
+  /**
+   * Real API ids of this vendor that LISTABLE_ID would refuse: hosts that name models
+   * `org/model` (OpenRouter, Together, Fireworks) or with a version after a colon (Bedrock).
+   */
+  listable?: RegExp;
 }
+
+/** `org/model`, `accounts/x/models/y`, `model-v1:0`, `model:free`: ids with path or version parts. */
+const HOSTED_ID = /^[a-z0-9][a-z0-9._:/@-]*[a-z0-9]$/i;
 
 export const VENDOR_SOURCES: VendorSource[] = [
   { vendor: "openai", modelsDev: "openai", prices: "openai" },
@@ -30,6 +40,19 @@ export const VENDOR_SOURCES: VendorSource[] = [
   { vendor: "mistral", modelsDev: "mistral", prices: "mistral" },
   { vendor: "deepseek", modelsDev: "deepseek", prices: "deepseek" },
   { vendor: "xai", modelsDev: "xai", prices: "x-ai" },
+  // Hosts of open-weight models, each with its own ids (and, for shared ones such as
+  // `llama-3.3-70b`, the first listed here keeps the id; others reach it through routes).
+  { vendor: "groq", modelsDev: "groq", prices: "groq" },
+  { vendor: "cerebras", modelsDev: "cerebras", prices: "cerebras" },
+  { vendor: "perplexity", modelsDev: "perplexity", prices: "perplexity" },
+  { vendor: "together", modelsDev: "togetherai", prices: "together", listable: HOSTED_ID },
+  { vendor: "fireworks", modelsDev: "fireworks-ai", prices: "fireworks", listable: HOSTED_ID },
+  { vendor: "openrouter", modelsDev: "openrouter", prices: "openrouter", listable: HOSTED_ID },
+  // Clouds reselling the vendors above under their own ids (Bedrock `anthropic.claude-...-v1:0`,
+  // Vertex `claude-...@date`); Azure's ids are mostly OpenAI's own, kept by openai.
+  { vendor: "bedrock", modelsDev: "amazon-bedrock", prices: "aws", listable: HOSTED_ID },
+  { vendor: "vertex", modelsDev: "google-vertex-anthropic", prices: "google", only: /^claude-/, listable: /^claude-[a-z0-9.-]+@[0-9]+$/ },
+  { vendor: "azure", modelsDev: "azure", prices: "azure" },
 ];
 
 /** Dataset keys such as `gpt-4o:extended` or `devstral-small:free` are not API ids. */
@@ -68,7 +91,7 @@ export function seedEntries(now = new Date()): Map<string, Entry> {
       // Only ids a rule names exactly are listed: a dataset key matched by prefix
       // ("claude-3-5-sonnet") is a family name, not something the vendor's API accepts.
       for (const id of exactIds(info.match)) {
-        if (!LISTABLE_ID.test(id)) continue;
+        if (!LISTABLE_ID.test(id) && !source.listable?.test(id)) continue;
         const existing = entries.get(id);
         if (existing) {
           if (existing.model.vendor !== source.vendor || existing.pricedBy) continue;
@@ -108,12 +131,12 @@ export function entryByPattern(id: string, now = new Date()): Entry | undefined 
   return undefined;
 }
 
-const priceModelCache = new Map<string, ModelInfo[]>();
+const priceModelCache = new Map<VendorSource, ModelInfo[]>();
 function priceModels(source: VendorSource): ModelInfo[] {
-  let models = priceModelCache.get(source.prices);
+  let models = priceModelCache.get(source);
   if (!models) {
-    models = (findProvider({ providerId: source.prices })?.models ?? []).filter((m) => !source.foreign?.test(m.id));
-    priceModelCache.set(source.prices, models);
+    models = (findProvider({ providerId: source.prices })?.models ?? []).filter((m) => !source.foreign?.test(m.id) && (!source.only || source.only.test(m.id)));
+    priceModelCache.set(source, models);
   }
   return models;
 }

@@ -1,5 +1,6 @@
 import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
+import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
 import { SSE_HEADERS } from "../http/sse";
 import type { UsageMeter } from "../metering";
 import type { GatewayOptions } from "./config";
@@ -37,13 +38,34 @@ export interface Deps {
   router: Router;
   meter: UsageMeter;
   options: GatewayOptions;
+  /** Set when access-log lines are written: prices a request's usage for its line. */
+  accessLog?: { cost(model: string, usage: Usage): number | undefined };
 }
 
 const TIMEOUT = "upstream timeout";
 /** Declared-length streams up to this size are read whole and sent as one body. */
 const COMPLETE_STREAM_MAX_BYTES = 1 << 20;
-/** Built once: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
-const STREAM_HEADERS = new Headers(SSE_HEADERS);
+
+/** Response headers per answering provider, built once each (see STREAM_HEADERS). */
+const streamHeadersByProvider = new Map<string, Headers>();
+
+/**
+ * Which provider answered (`x-gateway-provider`) and, when a fallback happened, after how
+ * many attempts (`x-gateway-attempts`): operators and clients can tell who served a model.
+ */
+function markProvider(headers: Headers, provider: string, attempts: number): Headers {
+  headers.set("x-gateway-provider", provider);
+  if (attempts > 1) headers.set("x-gateway-attempts", String(attempts));
+  return headers;
+}
+
+/** Built once per provider: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
+function streamHeaders(provider: string, attempts: number): Headers {
+  if (attempts > 1) return markProvider(new Headers(SSE_HEADERS), provider, attempts);
+  let h = streamHeadersByProvider.get(provider);
+  if (!h) streamHeadersByProvider.set(provider, (h = markProvider(new Headers(SSE_HEADERS), provider, 1)));
+  return h;
+}
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -57,7 +79,18 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const codec = CODECS[call.protocol];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let used: Candidate | undefined;
-  const record = (status: number) =>
+  let attempts = 0;
+  const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
+  if (access) noteModelAccess(call.request, access);
+  const record = (status: number) => {
+    if (access) {
+      access.provider = used?.provider;
+      access.attempts = attempts;
+      access.inputTokens = usage.inputTokens;
+      access.outputTokens = usage.outputTokens;
+      access.costUsd = d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage);
+      endModelAccess(call.request, status);
+    }
     d.meter.record({
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
@@ -72,12 +105,14 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       status,
       streamed: call.stream,
     });
+  };
 
   let last: { status: number; message: string } = { status: 503, message: "no provider candidate was available" };
   let resent = false;
   for (let i = 0; i < call.candidates.length; i++) {
     const c = call.candidates[i];
     used = c;
+    attempts = i + 1;
     const ac = new AbortController();
     const onClientGone = () => ac.abort();
     call.request.signal.addEventListener("abort", onClientGone, { once: true });
@@ -123,7 +158,8 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
           throw new ApiError(502, `provider ${c.provider} rejected the gateway's credentials (${res.status})`);
         }
         record(res.status);
-        return new Response(text, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+        const refused = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
+        return new Response(text, { status: res.status, headers: markProvider(refused, c.provider, attempts) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
       // build a JavaScript stream over a body that may be complete already.
@@ -137,7 +173,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
         if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = 0;
         record(res.status);
-        return new Response(text, { status: res.status, headers });
+        return new Response(text, { status: res.status, headers: markProvider(headers, c.provider, attempts) });
       }
       const pipe = {
         codec,
@@ -162,7 +198,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         }
         d.router.succeeded(c);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
-        return new Response(completeSse(whole, pipe), { status: res.status, headers: STREAM_HEADERS });
+        return new Response(completeSse(whole, pipe), { status: res.status, headers: streamHeaders(c.provider, attempts) });
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
@@ -178,7 +214,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
       const body = pipeSse(first.value, reader, pipe);
-      return new Response(body, { status: res.status, headers: STREAM_HEADERS });
+      return new Response(body, { status: res.status, headers: streamHeaders(c.provider, attempts) });
     } catch (e) {
       settle();
       if (e instanceof ApiError) throw e;

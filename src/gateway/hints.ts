@@ -9,7 +9,19 @@ const VENDOR_KEY_VARIABLE: Record<string, string> = {
   openai: "OPENAI_API_KEY",
   anthropic: "ANTHROPIC_API_KEY",
   gemini: "GEMINI_API_KEY",
+  groq: "GROQ_API_KEY",
+  mistral: "MISTRAL_API_KEY",
+  deepseek: "DEEPSEEK_API_KEY",
+  xai: "XAI_API_KEY",
+  together: "TOGETHER_API_KEY",
+  fireworks: "FIREWORKS_API_KEY",
+  openrouter: "OPENROUTER_API_KEY",
+  cerebras: "CEREBRAS_API_KEY",
+  perplexity: "PERPLEXITY_API_KEY",
 };
+
+/** The three the hint for an empty gateway names; the README lists every variable. */
+const FIRST_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"];
 
 /** For a catalog vendor that no configured provider serves. */
 export function vendorProviderHint(vendor: string): string {
@@ -20,4 +32,4 @@ export function vendorProviderHint(vendor: string): string {
 }
 
 /** For a gateway with no model provider at all. */
-export const NO_PROVIDER_HINT = `no model provider is configured: set ${Object.values(VENDOR_KEY_VARIABLE).join(", ")} (or add providers in CONFIG_FILE) and restart`;
+export const NO_PROVIDER_HINT = `no model provider is configured: set ${FIRST_VARIABLES.join(", ")} or another vendor's key (README: Providers), or add providers in CONFIG_FILE, and restart`;

@@ -21,6 +21,8 @@ export interface UpstreamRequest {
   signal: AbortSignal;
   /** Interactions: read one upstream Interaction by id (GET) instead of creating one. */
   interactionId?: string;
+  /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
+  json?: Record<string, unknown>;
 }
 
 export interface ModelProvider {
