@@ -136,3 +136,14 @@ export function vertexUpstream(model: string, issued: Set<string>): Upstream {
     return fetch(`${model}/v1/messages`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": "vertex", "anthropic-version": "2023-06-01" }, body: messages });
   });
 }
+
+/** A vendor's own API in front of the model upstream, unchanged; `failWith` simulates its outage. */
+export function passThrough(model: string): Upstream {
+  return serve(async (req, body) => {
+    const url = new URL(req.url);
+    const headers = new Headers(req.headers);
+    headers.delete("host");
+    headers.delete("content-length");
+    return fetch(model + url.pathname + url.search, { method: req.method, headers, body });
+  });
+}
