@@ -4,16 +4,13 @@ import { newId } from "../ids";
 import type { KeyRecord } from "../keys/keys";
 import type { Services } from "../services";
 import { gatewayFor } from "./gateway";
-import type { Protocol } from "./provider";
-import { gatewaySurfaces } from "./routes";
+import { type Protocol, PROTOCOL_SPECS, surfacesOf } from "./protocols";
 
 /** Protocols whose request body names the model, the ones an in-process caller can use. */
 export type JsonProtocol = "chat" | "messages" | "responses";
 
-const PATHS: Record<JsonProtocol, string> = { chat: "/v1/chat/completions", messages: "/v1/messages", responses: "/v1/responses" };
-const SURFACES = Object.fromEntries(
-  (Object.keys(PATHS) as JsonProtocol[]).map((p) => [p, gatewaySurfaces.find((s) => s.prefix === PATHS[p] && !s.pattern)!]),
-) as Record<JsonProtocol, Surface>;
+/** Each protocol's first surface: the one its HTTP route authenticates on. */
+const SURFACES = Object.fromEntries(PROTOCOL_SPECS.map((spec) => [spec.name, surfacesOf(spec)[0]])) as Record<Protocol, Surface>;
 
 /** The protocols a model's providers serve natively (404 ApiError for an unknown model). */
 export function protocolsOf(s: Services, model: string): Protocol[] {

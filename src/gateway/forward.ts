@@ -4,8 +4,7 @@ import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model
 import { SSE_HEADERS } from "../http/sse";
 import type { UsageMeter } from "../metering";
 import type { GatewayOptions } from "./config";
-import type { Protocol } from "./provider";
-import { CODECS, type Usage } from "./protocols";
+import { type Protocol, protocolSpec, type Usage } from "./protocols";
 import type { Candidate, Router } from "./router";
 import { completeSse, pipeSse } from "./stream";
 
@@ -76,7 +75,8 @@ const retryable = (status: number) => status === 429 || status >= 500;
  * client; then pass the response (or SSE stream) through and record usage once.
  */
 export async function forward(d: Deps, call: Call): Promise<Response> {
-  const codec = CODECS[call.protocol];
+  const spec = protocolSpec(call.protocol);
+  const codec = spec.codec;
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let used: Candidate | undefined;
   let attempts = 0;
@@ -178,7 +178,8 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       const pipe = {
         codec,
         strip: call.stripUsage ?? false,
-        pingMs: call.protocol === "messages" ? d.options.pingIntervalMs : 0,
+        pingMs: spec.ping ? d.options.pingIntervalMs : 0,
+        ping: spec.ping,
         usage,
         finish: record,
         abort: () => ac.abort(),

@@ -1,14 +1,13 @@
 import type { AuthContext } from "../http/auth";
 import { rawBodies } from "../http/body";
-import { ApiError } from "../http/errors";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
 import type { Services } from "../services";
 import { gatewayConfig } from "./config";
 import { type Call, type Deps, forward } from "./forward";
-import type { ModelProvider, Protocol } from "./provider";
+import type { ModelProvider } from "./provider";
+import type { Protocol } from "./protocols";
 import { type Candidate, type ProviderEntry, Router } from "./router";
-import { MAX_SYSTEM_CHARS } from "./schemas";
 
 /** What a surface handler has after validation. */
 export interface Incoming {
@@ -124,20 +123,4 @@ export function appendFields(raw: string, parsed: Record<string, unknown>, field
   if (close < 0 || !members) return undefined;
   const empty = Object.keys(parsed).length === 0;
   return `${raw.slice(0, close)}${empty ? "" : ","}${members}${raw.slice(close)}`;
-}
-
-/** Spec limit: system prompts of at most 100,000 characters, whatever their shape. */
-export function checkSystemLength(text: string | undefined, field: string): void {
-  if (text !== undefined && text.length > MAX_SYSTEM_CHARS) {
-    throw new ApiError(400, `${field} must be at most ${MAX_SYSTEM_CHARS} characters (got ${text.length})`);
-  }
-}
-
-/** Text of a content value that is a string or an array of text parts/blocks. */
-export function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  let s = "";
-  for (const part of content) if (part && typeof part.text === "string") s += part.text;
-  return s;
 }

@@ -4,10 +4,9 @@
  * knows its vendor's URLs, credentials and header names, the gateway knows none of them.
  */
 
-/** Wire protocols of the model surfaces (one per surface family, named after the surface). */
-export type Protocol = "chat" | "messages" | "responses" | "generateContent" | "interactions";
+import type { Protocol } from "./protocols";
 
-export const PROTOCOLS: readonly Protocol[] = ["chat", "messages", "responses", "generateContent", "interactions"];
+export type { Protocol };
 
 export interface UpstreamRequest {
   protocol: Protocol;

@@ -3,7 +3,8 @@ import { ApiError } from "../http/errors";
 import { vendorProviderHint } from "./hints";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";
-import { type GenerationType, type ModelProvider, PROTOCOLS, type Protocol } from "./provider";
+import { type Protocol, PROTOCOL_SPECS, PROTOCOLS } from "./protocols";
+import type { GenerationType, ModelProvider } from "./provider";
 
 /** One upstream option for a request: a provider instance and the model id it knows. */
 export interface Candidate {
@@ -32,17 +33,9 @@ interface Native {
   native: (p: ProviderEntry) => boolean;
 }
 
-const PROTOCOL_NAMES: Record<Protocol, string> = {
-  chat: "chat completions",
-  messages: "messages",
-  responses: "responses",
-  generateContent: "generateContent",
-  interactions: "Interactions",
-};
-
 /** Per protocol, built once: the hot path allocates nothing for it. */
 const PROTOCOL_NATIVE = Object.fromEntries(
-  (Object.keys(PROTOCOL_NAMES) as Protocol[]).map((p) => [p, { label: `${PROTOCOL_NAMES[p]} protocol`, native: (e: ProviderEntry) => e.serves.includes(p) }]),
+  PROTOCOL_SPECS.map((spec) => [spec.name, { label: `${spec.label} protocol`, native: (e: ProviderEntry) => e.serves.includes(spec.name) }]),
 ) as Record<Protocol, Native>;
 
 /**

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Catalog } from "../catalog";
 import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
+import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
 import { usageRequests, usageSeries } from "./schema";
 
@@ -9,7 +10,8 @@ export interface UsageRecord {
   organizationId: string;
   keyId: string;
   requestId: string;
-  surface: "chat" | "messages" | "responses" | "generateContent" | "interactions" | (string & {});
+  /** The wire protocol (or another surface, such as a generation task type). */
+  surface: Protocol | (string & {});
   publicModel: string;
   upstreamModel?: string;
   provider?: string;
