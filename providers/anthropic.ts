@@ -17,7 +17,7 @@ const ConfigSchema = Type.Object({
   baseURL: Type.Optional(Type.String({ default: "https://api.anthropic.com", description: "Base URL without /v1, like ANTHROPIC_BASE_URL" })),
   vendor: Type.Optional(Type.String()),
   models: Type.Optional(Type.Array(Type.String())),
-  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("messages"), Type.Literal("chat")]), { description: "Protocols to use this upstream for (default both)" })),
+  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("messages"), Type.Literal("chat"), Type.Literal("count_tokens")]), { description: "Protocols to use this upstream for (default all)" })),
   version: Type.Optional(Type.String({ default: "2023-06-01", description: "anthropic-version sent when the client sends none" })),
   betas: Type.Optional(Type.Array(Type.String(), { description: "Beta identifiers this upstream supports; omit to forward every beta" })),
   unsupportedBetas: Type.Optional(
@@ -32,7 +32,7 @@ export default definePlugin({
   kind: "model",
   name: "anthropic",
   description: "Anthropic (messages protocol)",
-  serves: ["messages", "chat"],
+  serves: ["messages", "chat", "count_tokens"],
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.ANTHROPIC_API_KEY) return undefined;
@@ -52,7 +52,7 @@ export default definePlugin({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,
       baseURL: config.baseURL ?? "https://api.anthropic.com",
-      path: (req) => (req.protocol === "chat" ? "/v1/chat/completions" : "/v1/messages"),
+      path: (req) => (req.protocol === "chat" ? "/v1/chat/completions" : req.protocol === "count_tokens" ? "/v1/messages/count_tokens" : "/v1/messages"),
       incompatible(req) {
         if (req.protocol === "chat") return chatGaps(req.json);
         if (!supported || config.unsupportedBetas !== "skip") return undefined;
@@ -71,7 +71,7 @@ export default definePlugin({
         return h;
       },
     });
-    return { ...provider, serves: config.serves ?? ["messages", "chat"] };
+    return { ...provider, serves: config.serves ?? ["messages", "chat", "count_tokens"] };
   },
 });
 

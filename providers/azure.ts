@@ -35,13 +35,13 @@ export function parseDeployments(text: string | undefined): Record<string, strin
   return out;
 }
 
-const V1_PATHS: Record<string, string> = { chat: "/openai/v1/chat/completions", responses: "/openai/v1/responses" };
+const V1_PATHS: Record<string, string> = { chat: "/openai/v1/chat/completions", responses: "/openai/v1/responses", embeddings: "/openai/v1/embeddings" };
 
 export default definePlugin({
   kind: "model",
   name: "azure",
-  description: "Azure OpenAI (chat completions, responses) through deployments",
-  serves: ["chat", "responses"],
+  description: "Azure OpenAI (chat completions, responses, embeddings) through deployments",
+  serves: ["chat", "responses", "embeddings"],
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.AZURE_OPENAI_ENDPOINT || !(env.AZURE_OPENAI_API_KEY || env.AZURE_OPENAI_AD_TOKEN)) return undefined;
@@ -86,5 +86,6 @@ function pathFor(config: AzureConfig, req: UpstreamRequest, deployment: string):
   if (config.layout === "v1") return V1_PATHS[req.protocol];
   const version = `api-version=${encodeURIComponent(config.apiVersion ?? "2024-10-21")}`;
   if (req.protocol === "responses") return `/openai/responses?${version}`;
-  return `/openai/deployments/${encodeURIComponent(deployment)}/chat/completions?${version}`;
+  const operation = req.protocol === "embeddings" ? "embeddings" : "chat/completions";
+  return `/openai/deployments/${encodeURIComponent(deployment)}/${operation}?${version}`;
 }

@@ -9,20 +9,23 @@ import { definePlugin } from "../src/registry/plugin";
  * chat completions protocol Gemini serves itself under `/v1beta/openai/` (its OpenAI
  * compatibility layer): Gemini models on the chat surface go there unchanged.
  */
+/** Native protocols, then the OpenAI-compatible ones (chat, embeddings) under /v1beta/openai/. */
+const SERVES = ["generateContent", "interactions", "embedContent", "batchEmbedContents", "countTokens", "chat", "embeddings"] as const;
+
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-goog-api-key`" }),
   baseURL: Type.Optional(Type.String({ default: "https://generativelanguage.googleapis.com", description: "Base URL without the version segment" })),
   apiVersion: Type.Optional(Type.String({ default: "v1beta" })),
   vendor: Type.Optional(Type.String()),
   models: Type.Optional(Type.Array(Type.String())),
-  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("generateContent"), Type.Literal("interactions"), Type.Literal("chat")]), { description: "Protocols to use this upstream for (default all)" })),
+  serves: Type.Optional(Type.Array(Type.Union(SERVES.map((p) => Type.Literal(p))), { description: "Protocols to use this upstream for (default all)" })),
 });
 
 export default definePlugin({
   kind: "model",
   name: "gemini",
   description: "Google Gemini API (generateContent, Interactions; Imagen and Veo generation)",
-  serves: ["generateContent", "interactions", "chat"],
+  serves: [...SERVES],
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.GEMINI_API_KEY) return undefined;
@@ -39,13 +42,16 @@ export default definePlugin({
       baseURL: config.baseURL ?? "https://generativelanguage.googleapis.com",
       path(req) {
         if (req.protocol === "chat") return "/v1beta/openai/chat/completions";
+        if (req.protocol === "embeddings") return "/v1beta/openai/embeddings";
+        // embedContent, batchEmbedContents, countTokens: the method is the protocol's name.
+        if (req.protocol !== "generateContent" && req.protocol !== "interactions") return `${v}/models/${encodeURIComponent(req.model)}:${req.protocol}`;
         if (req.protocol === "interactions") return req.interactionId ? `${v}/interactions/${encodeURIComponent(req.interactionId)}` : `${v}/interactions`;
         const model = encodeURIComponent(req.model);
         return req.stream ? `${v}/models/${model}:streamGenerateContent?alt=sse` : `${v}/models/${model}:generateContent`;
       },
-      headers: (req) => (req.protocol === "chat" ? chatHeaders : nativeHeaders),
+      headers: (req) => (req.protocol === "chat" || req.protocol === "embeddings" ? chatHeaders : nativeHeaders),
     });
-    return { ...provider, serves: config.serves ?? ["generateContent", "interactions", "chat"], generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
+    return { ...provider, serves: config.serves ?? SERVES, generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
   },
 });
 

@@ -27,7 +27,7 @@ export default definePlugin({
   kind: "model",
   name: "vertex",
   description: "Google Vertex AI (Gemini over generateContent, Anthropic models over messages)",
-  serves: ["generateContent", "messages"],
+  serves: ["generateContent", "messages", "countTokens", "embedContent"],
   configSchema: ConfigSchema,
   fromEnv(env) {
     const project = env.VERTEX_PROJECT || env.GOOGLE_CLOUD_PROJECT;
@@ -54,7 +54,7 @@ export default definePlugin({
     return {
       vendor: config.vendor ?? "vertex",
       models: config.models ?? [],
-      serves: ["generateContent", "messages"],
+      serves: ["generateContent", "messages", "countTokens", "embedContent"],
       async send(req) {
         let bearer: string;
         try {
@@ -88,6 +88,7 @@ export function vertexMessagesBody(body: string | undefined, version: string): s
 function pathFor(prefix: string, req: UpstreamRequest): string {
   const model = encodeURIComponent(req.model);
   if (req.protocol === "messages") return `${prefix}/anthropic/models/${model}:${req.stream ? "streamRawPredict" : "rawPredict"}`;
+  if (req.protocol !== "generateContent") return `${prefix}/google/models/${model}:${req.protocol}`;
   return `${prefix}/google/models/${model}:${req.stream ? "streamGenerateContent?alt=sse" : "generateContent"}`;
 }
 

@@ -13,7 +13,7 @@ export const CompatibleConfig = Type.Object({
   baseURL: Type.Optional(Type.String({ description: "Base URL including the version segment (the preset's default when omitted)" })),
   vendor: Type.Optional(Type.String({ description: "Catalog vendor whose models route here with no route configured; default: the preset's" })),
   models: Type.Optional(Type.Array(Type.String(), { description: "Extra model ids served under their own name" })),
-  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("responses")]), { description: "Protocols this server implements (default: chat)" })),
+  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("responses"), Type.Literal("embeddings")]), { description: "Protocols this server implements (default: the preset's)" })),
   headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Extra headers sent upstream" })),
 });
 
@@ -30,10 +30,10 @@ export interface Preset {
   /** Catalog vendor name when it differs from `name`. */
   vendor?: string;
   /** Protocols beyond chat completions the vendor implements natively. */
-  serves?: ("chat" | "responses")[];
+  serves?: ("chat" | "responses" | "embeddings")[];
 }
 
-const PATHS: Record<string, string> = { chat: "/chat/completions", responses: "/responses" };
+const PATHS: Record<string, string> = { chat: "/chat/completions", responses: "/responses", embeddings: "/embeddings" };
 
 export function compatiblePreset(p: Preset): PluginDefinition<typeof CompatibleConfig, ModelProvider> {
   const serves = p.serves ?? ["chat"];
