@@ -18,6 +18,9 @@ const VENDOR_KEY_VARIABLE: Record<string, string> = {
   openrouter: "OPENROUTER_API_KEY",
   cerebras: "CEREBRAS_API_KEY",
   perplexity: "PERPLEXITY_API_KEY",
+  bedrock: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION",
+  vertex: "VERTEX_PROJECT and GOOGLE_APPLICATION_CREDENTIALS (or VERTEX_ACCESS_TOKEN)",
+  azure: "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY (and AZURE_OPENAI_DEPLOYMENTS)",
 };
 
 /** The three the hint for an empty gateway names; the README lists every variable. */

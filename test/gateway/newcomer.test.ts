@@ -59,7 +59,7 @@ describe("no model provider configured", () => {
     expect(got.message).toContain("set GEMINI_API_KEY");
   });
 
-  test("a vendor without a built-in provider points at CONFIG_FILE; an unknown model stays a plain 404", async () => {
+  test("a vendor with a preset names its variable; an unknown model stays a plain 404", async () => {
     const post = (model: string) =>
       svc.fetch("/v1/chat/completions", {
         method: "POST",
@@ -68,7 +68,9 @@ describe("no model provider configured", () => {
       });
     const mistral = await post("mistral-large-latest");
     expect(mistral.status).toBe(404);
-    expect((await mistral.json()).error.message).toMatch(/no provider configured for vendor mistral; add one under "providers" in CONFIG_FILE/);
+    expect((await mistral.json()).error.message).toMatch(/no provider configured for vendor mistral; set MISTRAL_API_KEY/);
+    const bedrock = await post("anthropic.claude-sonnet-4-5-20250929-v1:0");
+    expect((await bedrock.json()).error.message).toMatch(/vendor bedrock; set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION/);
     const unknown = await post("no-such-model-anywhere");
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error.message).toBe("model 'no-such-model-anywhere' not found");
