@@ -24,10 +24,10 @@ beforeAll(async () => {
   mock = new LLMock({ port: 0, host: "127.0.0.1" });
   await mock.start();
   mock.onEmbedding("embed me", { embedding: [0.1, 0.2, 0.3] } as never);
-  counting = countingUpstream({ anthropic: "sk-ant-count", gemini: "gem-count" });
+  counting = countingUpstream({ anthropic: "sk-ant-count", gemini: "gem-count", openai: "sk-openai" });
   svc = await startTestService({
     OPENAI_API_KEY: "sk-openai",
-    OPENAI_BASE_URL: `${mock.url}/v1`,
+    OPENAI_BASE_URL: `${counting.url}/v1`,
     ANTHROPIC_API_KEY: "sk-ant-count",
     ANTHROPIC_BASE_URL: counting.url,
     GEMINI_API_KEY: "gem-count",
@@ -55,18 +55,27 @@ async function configWith(config: unknown): Promise<string> {
 
 describe("POST /v1/embeddings (openai SDK)", () => {
   test("forwarded unchanged, metered and priced from the catalog", async () => {
-    const { data, response } = await openai.embeddings.create({ model: "text-embedding-3-small", input: "embed me", encoding_format: "float" }).withResponse();
-    expect(data.data[0].embedding).toEqual([0.1, 0.2, 0.3]);
+    const body = { model: "text-embedding-3-small", input: ["embed these four words", "and two"], encoding_format: "float" as const };
+    const { data, response } = await openai.embeddings.create(body).withResponse();
+    expect(data.data.map((d) => d.embedding)).toEqual([
+      [JSON.stringify("embed these four words").length - 2, 4, 0.5, -0.5],
+      [JSON.stringify("and two").length - 2, 2, 0.5, -0.5],
+    ]);
+    expect(data.usage.prompt_tokens).toBe(6);
     expect(response.headers.get("x-gateway-provider")).toBe("openai");
-    const seen = mock.getLastRequest()!;
-    expect(seen.path).toBe("/v1/embeddings");
-    expect(seen.body).toMatchObject({ model: "text-embedding-3-small", embeddingInput: "embed me" });
+    expect(counting.seen.at(-1)).toMatchObject({ path: "/v1/embeddings", body });
     const row = (await usageOf(svc, keyId)).find((r) => r.surface === "embeddings");
-    const tokens = data.usage.prompt_tokens;
-    expect(tokens).toBeGreaterThan(0);
-    expect(row).toMatchObject({ publicModel: "text-embedding-3-small", provider: "openai", inputTokens: tokens, outputTokens: 0, status: 200 });
-    expect(row!.cost).toBeCloseTo(buildCatalog().cost("text-embedding-3-small", { inputTokens: tokens, outputTokens: 0 })!, 9);
-    expect(row!.cost!).toBeGreaterThan(0);
+    expect(row).toMatchObject({ publicModel: "text-embedding-3-small", provider: "openai", inputTokens: 6, outputTokens: 0, status: 200 });
+    const price = buildCatalog().cost("text-embedding-3-small", { inputTokens: 6, outputTokens: 0 })!;
+    expect(price).toBeGreaterThan(0);
+    expect(row!.cost).toBeCloseTo(price, 9);
+  });
+
+  test("a Gemini embedding model over the openai SDK goes to Gemini's OpenAI-compatible endpoint", async () => {
+    const { data, response } = await openai.embeddings.create({ model: "gemini-embedding-001-aimock", input: "embed me", encoding_format: "float" }).withResponse();
+    expect(data.data[0].embedding).toEqual([0.1, 0.2, 0.3]);
+    expect(response.headers.get("x-gateway-provider")).toBe("gemini-aimock");
+    expect(mock.getLastRequest()).toMatchObject({ path: "/v1beta/openai/embeddings", body: { model: "gemini-embedding-001", embeddingInput: "embed me" } });
   });
 
   test("bad input is refused in the chat error shape; a chat-only model is not an embeddings model", async () => {
