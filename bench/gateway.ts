@@ -26,7 +26,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { procStat } from "../src/sandboxes/local/procfs";
+import { procStat } from "../providers/local/procfs";
 import { fmt, percentile, startChild } from "./lib";
 
 /** Seconds per throughput round; BENCH_TP_ROUNDS interleaved rounds per target. */
@@ -283,8 +283,8 @@ export async function run() {
       const live = targets.filter((t) => !t.failed?.[mode]);
       latency[mode] = await sequential(live, mode);
       for (const t of live) wrkPost(t, mode, 2, dir); // warm-up
-      // Interleaved rounds, the median kept: this shared machine drifts by 10-30% within a
-      // minute, and a target measured in one block could land in a slow or a fast patch.
+      // Interleaved rounds, the median kept: a shared machine drifts within a minute, and a
+      // target measured in one block could land in a slow or a fast patch.
       const rounds = new Map<string, Throughput[]>(live.map((t) => [t.name, []]));
       for (let r = 0; r < TP_ROUNDS; r++) for (const t of live) rounds.get(t.name)!.push(wrkPost(t, mode, SECONDS, dir));
       throughput[mode] = rounds;

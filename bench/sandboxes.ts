@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";
-import { pidsInNamespace, procStat } from "../src/sandboxes/local/procfs";
+import { pidsInNamespace, procStat } from "../providers/local/procfs";
 import { fmt, percentile, benchDatabase } from "./lib";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);

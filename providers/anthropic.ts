@@ -1,6 +1,4 @@
-import { Type } from "@sinclair/typebox";
-import { clientHeader, httpProvider, type UpstreamRequest } from "../src/gateway/provider";
-import { definePlugin } from "../src/registry/plugin";
+import { clientHeader, definePlugin, httpProvider, Type, type UpstreamRequest } from "../src/plugin-api";
 
 /**
  * Anthropic's messages protocol. The spec's neutral `msgvendor-version` / `msgvendor-beta`
@@ -33,6 +31,8 @@ export default definePlugin({
   name: "anthropic",
   description: "Anthropic (messages protocol)",
   serves: ["messages", "chat", "count_tokens"],
+  catalog: { modelsDev: "anthropic", prices: "anthropic" },
+  enabledBy: "ANTHROPIC_API_KEY",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.ANTHROPIC_API_KEY) return undefined;

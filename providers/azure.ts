@@ -1,6 +1,4 @@
-import { Type } from "@sinclair/typebox";
-import { httpProvider, type ModelProvider, type UpstreamRequest } from "../src/gateway/provider";
-import { definePlugin } from "../src/registry/plugin";
+import { definePlugin, httpProvider, type ModelProvider, Type, type UpstreamRequest } from "../src/plugin-api";
 
 /**
  * Azure OpenAI: the OpenAI protocols (chat completions, responses) on an Azure resource.
@@ -42,6 +40,9 @@ export default definePlugin({
   name: "azure",
   description: "Azure OpenAI (chat completions, responses, embeddings) through deployments",
   serves: ["chat", "responses", "embeddings"],
+  // Azure's ids are mostly OpenAI's own, kept by openai (listed first).
+  catalog: { modelsDev: "azure", prices: "azure" },
+  enabledBy: "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY (and AZURE_OPENAI_DEPLOYMENTS)",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.AZURE_OPENAI_ENDPOINT || !(env.AZURE_OPENAI_API_KEY || env.AZURE_OPENAI_AD_TOKEN)) return undefined;

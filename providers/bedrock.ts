@@ -1,7 +1,5 @@
-import { Type } from "@sinclair/typebox";
 import { AwsClient } from "aws4fetch";
-import { clientHeader, type ModelProvider, type UpstreamRequest } from "../src/gateway/provider";
-import { definePlugin } from "../src/registry/plugin";
+import { clientHeader, definePlugin, HOSTED_MODEL_ID, type ModelProvider, Type, type UpstreamRequest } from "../src/plugin-api";
 import { eventStreamToSse } from "./aws/event-stream";
 
 /**
@@ -27,6 +25,9 @@ export default definePlugin({
   name: "bedrock",
   description: "AWS Bedrock (Anthropic models over the messages protocol, SigV4)",
   serves: ["messages"],
+  // Bedrock resells the vendors above under its own ids (`anthropic.claude-...-v1:0`).
+  catalog: { modelsDev: "amazon-bedrock", prices: "aws", listable: HOSTED_MODEL_ID },
+  enabledBy: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION",
   configSchema: ConfigSchema,
   // The standard AWS variables; a region is required too, so AWS credentials present for
   // other tools do not switch Bedrock on by themselves.

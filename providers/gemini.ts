@@ -1,8 +1,17 @@
-import { Type } from "@sinclair/typebox";
-import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, httpProvider } from "../src/gateway/provider";
-import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
-import { downloadMedia, type MediaSource, upstreamError } from "../src/generation/upstream";
-import { definePlugin } from "../src/registry/plugin";
+import {
+  definePlugin,
+  downloadMedia,
+  type EgressPolicy,
+  egressPolicyFromEnv,
+  GenerationError,
+  type GenerationCapability,
+  type GenerationRequest,
+  type GenerationStep,
+  httpProvider,
+  type MediaSource,
+  Type,
+  upstreamError,
+} from "../src/plugin-api";
 
 /**
  * Google Gemini API: generateContent / streamGenerateContent and Interactions, and the
@@ -26,6 +35,9 @@ export default definePlugin({
   name: "gemini",
   description: "Google Gemini API (generateContent, Interactions; Imagen and Veo generation)",
   serves: [...SERVES],
+  // The vendor's dataset entries also list Claude, resold on Vertex: those ids are not this API's.
+  catalog: { modelsDev: "google", prices: "google", foreign: /^claude-/ },
+  enabledBy: "GEMINI_API_KEY",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.GEMINI_API_KEY) return undefined;

@@ -1,8 +1,22 @@
-import { Type } from "@sinclair/typebox";
-import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, type GenerationType, httpProvider, type ModelProvider } from "../src/gateway/provider";
-import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
-import { downloadMedia, type MediaSource, mediaType, readMedia, sniffImage, upstreamError } from "../src/generation/upstream";
-import { definePlugin } from "../src/registry/plugin";
+import {
+  definePlugin,
+  downloadMedia,
+  type EgressPolicy,
+  egressPolicyFromEnv,
+  GenerationError,
+  type GenerationCapability,
+  type GenerationRequest,
+  type GenerationStep,
+  type GenerationType,
+  httpProvider,
+  type MediaSource,
+  type ModelProvider,
+  mediaType,
+  readMedia,
+  sniffImage,
+  Type,
+  upstreamError,
+} from "../src/plugin-api";
 
 /**
  * OpenAI, and any OpenAI-compatible server (vLLM, Ollama, Groq, Together, OpenRouter, ...):
@@ -30,6 +44,8 @@ export default definePlugin({
   name: "openai",
   description: "OpenAI and OpenAI-compatible servers (chat completions, responses)",
   serves: ["chat", "responses", "embeddings"],
+  catalog: { modelsDev: "openai", prices: "openai" },
+  enabledBy: "OPENAI_API_KEY",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.OPENAI_API_KEY) return undefined;

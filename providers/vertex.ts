@@ -1,7 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Type } from "@sinclair/typebox";
-import type { ModelProvider, UpstreamRequest } from "../src/gateway/provider";
-import { definePlugin } from "../src/registry/plugin";
+import { definePlugin, type ModelProvider, Type, type UpstreamRequest } from "../src/plugin-api";
 import { parseServiceAccount, ServiceAccountTokens, TokenError } from "./google/service-account-token";
 
 /**
@@ -28,6 +26,9 @@ export default definePlugin({
   name: "vertex",
   description: "Google Vertex AI (Gemini over generateContent, Anthropic models over messages)",
   serves: ["generateContent", "messages", "countTokens", "embedContent"],
+  // Vertex resells Claude as `claude-...@date`; its Gemini ids are the gemini vendor's (listed first).
+  catalog: { modelsDev: "google-vertex-anthropic", prices: "google", only: /^claude-/, listable: /^claude-[a-z0-9.-]+@[0-9]+$/ },
+  enabledBy: "VERTEX_PROJECT and GOOGLE_APPLICATION_CREDENTIALS (or VERTEX_ACCESS_TOKEN)",
   configSchema: ConfigSchema,
   fromEnv(env) {
     const project = env.VERTEX_PROJECT || env.GOOGLE_CLOUD_PROJECT;

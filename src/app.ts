@@ -2,10 +2,10 @@ import { Elysia } from "elysia";
 import { bodyParser, corePlugin } from "./http/core";
 import { boundValidationErrors, installFastFirstError } from "./http/validation";
 import type { RouteModule } from "./http/route-module";
-import { eventsModule } from "./events/routes";
+import { eventsModule } from "./events";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
-import { corsOriginsFrom, corsPlugin } from "./cors";
+import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
@@ -14,19 +14,20 @@ import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { limitsModule } from "./limits";
-import { meteringModule } from "./metering/module";
+import { meteringModule } from "./metering";
 import { openapiRoutes } from "./openapi";
-import { adminRoutes, adminSurface } from "./keys/admin-routes";
+import { keysModule } from "./keys";
 import type { Services } from "./services";
 
 /**
- * Every route module of the service. A new domain adds one line here; its routes
- * declare their family and credentials once, through their surfaces.
+ * Every route module of the service. A new domain adds one line here, importing the
+ * module from the domain's index.ts; its routes declare their family and credentials
+ * once, through their surfaces.
  */
 export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
   { surfaces: [], routes: homeRoutes },
-  { surfaces: [adminSurface], routes: adminRoutes },
+  keysModule,
   meteringModule,
   limitsModule,
   gatewayModule,
@@ -52,7 +53,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     dispatch: (request: Request): Promise<Response> => app.handle(request),
   };
   // CORS first: a preflight is answered before authentication (it never carries credentials).
-  let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));
+  let app = new Elysia().use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
     const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");

@@ -1,4 +1,4 @@
-import type { LogLevel } from "./config";
+import type { LogLevel } from "./settings";
 
 /**
  * Structured JSON logs, one object per line on stdout.

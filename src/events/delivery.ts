@@ -14,7 +14,7 @@
  */
 import { hostname } from "node:os";
 import { sql } from "drizzle-orm";
-import { intSetting } from "../config";
+import type { Settings } from "../settings";
 import type { Db } from "../db/client";
 import { rowsOf } from "../db/client";
 import type { Logger } from "../log";
@@ -38,23 +38,15 @@ export interface DeliverySettings {
   pollMs: number;
 }
 
-export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
-
-export function parseDuration(s: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$/.exec(s.trim());
-  if (!m) throw new Error(`invalid duration "${s}" (use e.g. 500ms, 5s, 5m, 2h)`);
-  return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as "ms"]);
-}
-
-export function deliverySettingsFromEnv(env: Record<string, string | undefined>): DeliverySettings {
-  const schedule = (env.EVENTS_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE).split(",").filter((x) => x.trim());
+/** The worker's settings from the service's (EVENTS_* variables). */
+export function deliverySettings(events: Settings["events"]): DeliverySettings {
   return {
-    timeoutMs: intSetting(env, "EVENTS_DELIVERY_TIMEOUT_MS", 10_000, 1),
-    retryScheduleMs: schedule.map(parseDuration),
+    timeoutMs: events.deliveryTimeoutMs,
+    retryScheduleMs: events.retryScheduleMs,
     jitter: 0.2,
-    concurrency: intSetting(env, "EVENTS_DELIVERY_CONCURRENCY", 256, 1),
-    perReceiver: intSetting(env, "EVENTS_RECEIVER_CONCURRENCY", 16, 1),
-    pollMs: intSetting(env, "EVENTS_POLL_MS", 1000, 1),
+    concurrency: events.deliveryConcurrency,
+    perReceiver: events.receiverConcurrency,
+    pollMs: events.pollMs,
   };
 }
 

@@ -2,12 +2,9 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
-import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
-import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";
-import { egressPolicyFromEnv } from "../egress";
-import { sealStoredSecrets, secretBoxFor } from "./secrets";
+import { secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
 import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";
 
@@ -101,7 +98,7 @@ function deliveryCursor(cursor: string | undefined): number | undefined {
 }
 
 export function eventsRoutes(s: Services) {
-  const repo = new WebhookRepository(s.db, egressPolicyFromEnv(s.config.env), secretBoxFor(s));
+  const repo = new WebhookRepository(s.db, s.config.egress, secretBoxFor(s));
   const tags = ["events"];
   const listEvents = async (organizationId: string, query: { limit?: number; cursor?: string }, sandboxId?: string) => {
     const { rows, more } = await listSandboxEvents(s.db, organizationId, { sandboxId, limit: query.limit ?? 50, before: eventCursor(query.cursor) });
@@ -204,16 +201,3 @@ export function eventsRoutes(s: Services) {
       },
     );
 }
-
-/** The events domain: routes on /events plus the delivery worker. */
-export const eventsModule: RouteModule = {
-  surfaces: [eventsSurface],
-  routes: eventsRoutes,
-  async start(s) {
-    const secrets = secretBoxFor(s);
-    await sealStoredSecrets(s.db, secrets, s.log);
-    const worker = new DeliveryWorker(s.db, egressPolicyFromEnv(s.config.env), deliverySettingsFromEnv(s.config.env), s.log, secrets);
-    await worker.start();
-    return () => worker.stop();
-  },
-};

@@ -28,7 +28,7 @@ export class Gateway {
 
   constructor(readonly s: Services) {
     const config = gatewayConfig(s.config.file);
-    for (const inst of s.registry.instancesOf<ModelProvider>("model")) {
+    for (const inst of s.registry.instancesOf("model")) {
       this.providers.set(inst.name, { name: inst.name, provider: inst.instance, serves: inst.instance.serves ?? inst.plugin.definition.serves });
     }
     const catalog = catalogFor(s);

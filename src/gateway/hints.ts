@@ -1,27 +1,13 @@
+import { builtinPlugins } from "../../providers";
+
 /**
  * What to tell someone whose gateway has no provider for what they asked: a fresh
  * `npm start` serves no model until a provider key is set, and "model not found" or an
  * empty model list does not say so.
  */
 
-/** The variable that enables each built-in vendor provider with no other configuration (providers/*.ts `fromEnv`). */
-const VENDOR_KEY_VARIABLE: Record<string, string> = {
-  openai: "OPENAI_API_KEY",
-  anthropic: "ANTHROPIC_API_KEY",
-  gemini: "GEMINI_API_KEY",
-  groq: "GROQ_API_KEY",
-  mistral: "MISTRAL_API_KEY",
-  deepseek: "DEEPSEEK_API_KEY",
-  xai: "XAI_API_KEY",
-  together: "TOGETHER_API_KEY",
-  fireworks: "FIREWORKS_API_KEY",
-  openrouter: "OPENROUTER_API_KEY",
-  cerebras: "CEREBRAS_API_KEY",
-  perplexity: "PERPLEXITY_API_KEY",
-  bedrock: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION",
-  vertex: "VERTEX_PROJECT and GOOGLE_APPLICATION_CREDENTIALS (or VERTEX_ACCESS_TOKEN)",
-  azure: "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY (and AZURE_OPENAI_DEPLOYMENTS)",
-};
+/** The variable that enables each built-in vendor provider with no other configuration (their plugins' `enabledBy`). */
+const VENDOR_KEY_VARIABLE: Record<string, string> = Object.fromEntries(builtinPlugins.flatMap((p) => (p.kind === "model" && p.enabledBy ? [[p.name, p.enabledBy]] : [])));
 
 /** The three the hint for an empty gateway names; the README lists every variable. */
 const FIRST_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"];

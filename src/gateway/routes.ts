@@ -75,8 +75,9 @@ export function gatewayRoutes(s: Services) {
         ({ body, params, request, auth, requestId, startedAt }) => {
           const call = params.call;
           const colon = call.lastIndexOf(":");
-          const target = actions.get(colon < 0 ? "" : call.slice(colon + 1));
-          if (!target) throw new ApiError(404, `unknown method '${(colon < 0 ? "" : call.slice(colon + 1)) || call}'`);
+          const action = colon < 0 ? "" : call.slice(colon + 1);
+          const target = actions.get(action);
+          if (!target) throw new ApiError(404, `unknown method '${action || call}'`);
           const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
           if (inPath.length > 1) target.valid(body);
           target.check?.(body);

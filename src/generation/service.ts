@@ -16,7 +16,7 @@ import type { Candidate } from "../gateway/router";
 import { newId } from "../ids";
 import { usageMeterFor } from "../metering";
 import type { Services } from "../services";
-import { type GenerationSettings, generationSettings } from "./config";
+import type { GenerationSettings } from "./config";
 import { GenerationPricing } from "./pricing";
 import { generationMedia, predictions } from "./schema";
 import { defaultMediaStore, extensionFor, type MediaStore } from "./storage";
@@ -48,7 +48,7 @@ export class Generation {
   wakeWorker: () => void = () => {};
 
   constructor(readonly s: Services) {
-    this.settings = generationSettings(s.config.env);
+    this.settings = { ...s.config.generation, publicUrl: s.config.publicUrl };
     this.pricing = new GenerationPricing(catalogFor(s), s.config.file.generation);
     this.store = defaultMediaStore(s.config.dataDir, this.settings.mediaDir);
   }

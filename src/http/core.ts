@@ -192,8 +192,8 @@ export function corePlugin(deps: CoreDeps) {
   // X-Request-ID goes on the response here, once the handler has produced it (errors get it
   // in onError, refusals on the waiting path in `later`). Not through `set.headers` up
   // front: Elysia copies a handler's own Response into a new one (new headers, the body
-  // re-wrapped) whenever `set.headers` is not empty, which cost the model gateway, whose
-  // handlers all return a Response, about 7 us per request. A Response with immutable
+  // re-wrapped) whenever `set.headers` is not empty, a copy per request on the model gateway,
+  // whose handlers all return a Response. A Response with immutable
   // headers (handed through from a fetch) takes the copying path instead.
   // The access log line is written here too when enabled: synchronously, when the handler
   // has produced its response (for a stream: its status and headers), not after it was

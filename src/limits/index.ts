@@ -1,7 +1,6 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../http/errors";
 import type { RouteModule } from "../http/route-module";
-import { intSetting } from "../config";
 import type { Services } from "../services";
 import { RedisRateLimiter } from "./redis";
 import { type LimitVerdict, LocalRateLimiter, type RateLimiter } from "./window";
@@ -18,18 +17,13 @@ export const RATE_LIMIT_MESSAGES = {
 
 const refused = (verdict: Exclude<LimitVerdict, null>) => new ApiError(429, RATE_LIMIT_MESSAGES[verdict], { flat: true, code: "rate_limit_exceeded" });
 
-/** RATE_LIMIT_RPM: the platform-wide cap in requests per minute (0 or unset: none). */
-export function globalLimitFrom(env: Record<string, string | undefined>): number {
-  return intSetting(env, "RATE_LIMIT_RPM", 0);
-}
-
 /** The limiter the configuration asks for: shared through Redis with REDIS_URL, in-process otherwise. */
 export async function createRateLimiter(s: Services): Promise<RateLimiter> {
-  const globalLimit = globalLimitFrom(s.config.env);
+  const globalLimit = s.config.limits.globalRpm;
   if (!s.config.redisUrl) return new LocalRateLimiter(globalLimit);
   const limiter = new RedisRateLimiter({
     url: s.config.redisUrl,
-    prefix: s.config.env.REDIS_KEY_PREFIX ?? "gateway:",
+    prefix: s.config.limits.redisKeyPrefix,
     globalLimit,
     log: s.log,
   });

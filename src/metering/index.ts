@@ -1,4 +1,6 @@
+import { Elysia } from "elysia";
 import { catalogFor } from "../catalog";
+import type { RouteModule } from "../http/route-module";
 import type { Services } from "../services";
 import { BatchingUsageMeter } from "./meter";
 
@@ -10,16 +12,29 @@ const meters = new WeakMap<Services, BatchingUsageMeter>();
 /**
  * The service's usage meter, created once; its queue is drained at shutdown
  * (s.onShutdown runs before the database closes), so a SIGTERM loses no usage.
- * USAGE_FLUSH_MS sets how often queued records are written (default 250 ms).
+ * USAGE_FLUSH_MS sets how often queued records are written.
  */
 export function usageMeterFor(s: Services): BatchingUsageMeter {
   let m = meters.get(s);
   if (!m) {
-    const flushMs = Number(s.config.env.USAGE_FLUSH_MS) || undefined;
-    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs });
+    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs: s.config.metering.flushMs });
     meters.set(s, m);
     const meter = m;
     s.onShutdown.push(() => meter.close());
   }
   return m;
 }
+
+/**
+ * No routes: builds the catalog at start-up (so a bad `catalog` section in CONFIG_FILE
+ * stops the service at once instead of failing the first request) and creates the usage
+ * meter early, so its shutdown drain is registered before any request can record usage.
+ */
+export const meteringModule: RouteModule = {
+  surfaces: [],
+  routes: () => new Elysia({ name: "metering" }),
+  async start(s) {
+    catalogFor(s);
+    usageMeterFor(s);
+  },
+};

@@ -81,9 +81,9 @@ export class BatchingUsageMeter implements UsageMeter {
     opts: MeterOptions = {},
   ) {
     this.flushMs = opts.flushMs ?? 250;
-    // Large batches: on the embedded database a transaction costs about 5 ms on top of its
-    // rows (measured: 22 us per row in batches of 500, 11-14 in batches of 4,000), and a
-    // busy gateway queues a few thousand records between two ticks.
+    // Large batches: on the embedded database a transaction has a fixed cost on top of its
+    // rows, so the cost per row falls as batches grow, and a busy gateway queues a few
+    // thousand records between two ticks.
     this.maxBatch = opts.maxBatch ?? 5000;
     this.maxQueued = opts.maxQueued ?? 100_000;
     this.timer = setInterval(() => {
@@ -142,7 +142,7 @@ export class BatchingUsageMeter implements UsageMeter {
   private async drain(): Promise<void> {
     // Only what is queued now: records that arrive while it writes wait for the next
     // tick. Under load a few dozen arrive during each write, and writing them at once
-    // cost a transaction (about 1.5 ms on the embedded database) for a handful of rows.
+    // would cost a whole transaction for a handful of rows.
     let left = this.queue.length;
     while (left > 0 && this.queue.length) {
       const batch = this.queue.splice(0, Math.min(this.maxBatch, left));

@@ -11,9 +11,9 @@ import { boolean, index, integer, numeric, pgTable, pgView, text, timestamp, uni
  * row is written on the service's own CPU. The descriptive part of a request (who, which
  * surface and models) repeats from request to request, so it is stored once per distinct
  * combination (`usage_series`) and each request row carries only its series id and its
- * own numbers (`usage_requests`). Measured on PGlite (binary COPY, 5,000-row batches):
- * about 3 us per request row against 8-13 us for the former wide row with a text primary
- * key and a second index, and the gap grows with the table.
+ * own numbers (`usage_requests`): a narrow row with no text key and one index costs the
+ * embedded database a fraction of the former wide row with a text primary key and a second
+ * index, and the gap grows with the table (docs/benchmarks.md, metering).
  */
 export const usageSeries = pgTable(
   "usage_series",
@@ -47,8 +47,8 @@ export const usageRequests = pgTable(
     streamed: boolean("streamed").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  // One index, and no primary key: every index costs each appended row an entry (about
-  // 3 us on the embedded database). A key's or organization's usage is read through its
+  // One index, and no primary key: every index costs each appended row an entry, paid on
+  // the service's CPU with the embedded database. A key's or organization's usage is read through its
   // series, then this index by time.
   (t) => [index("usage_requests_series_idx").on(t.seriesId, t.createdAt)],
 );

@@ -5,7 +5,7 @@ import { type NewEvent, recordEvent, recordEvents } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, type SandboxBackend, type SandboxTemplate } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate } from "./backend";
 import { type SandboxRow, sandboxes } from "./schema";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
@@ -83,15 +83,39 @@ export class SandboxService {
   ) {}
 
   backend(name: string): SandboxBackend {
-    const inst = this.registry.instance<SandboxBackend>(name);
-    if (!inst || inst.plugin.definition.kind !== "sandbox") throw new ApiError(503, `sandbox backend '${name}' is not configured`);
-    return inst.instance;
+    return this.sandboxInstance(name).instance;
+  }
+
+  private sandboxInstance(name: string) {
+    const inst = this.registry.instance(name, "sandbox");
+    if (!inst) throw new ApiError(503, `sandbox backend '${name}' is not configured`);
+    return inst;
+  }
+
+  /** A capability of a sandbox's backend; 501 naming what to do when its plugin does not serve it. */
+  private capability<T>(row: SandboxRow, what: string, pick: (b: SandboxBackend, serves: readonly SandboxCapability[]) => T | undefined): T {
+    const inst = this.sandboxInstance(row.backend);
+    const found = pick(inst.instance, inst.plugin.definition.serves);
+    if (!found) throw new ApiError(501, `sandbox backend '${row.backend}' does not ${what}; use a template on a backend whose plugin serves it`);
+    return found;
+  }
+
+  private processes(row: SandboxRow): SandboxProcesses {
+    return this.capability(row, "run processes", processesOf);
+  }
+
+  private filesystem(row: SandboxRow): SandboxFilesystem {
+    return this.capability(row, "offer a filesystem", filesystemOf);
+  }
+
+  private pausing(row: SandboxRow): SandboxPause {
+    return this.capability(row, "pause sandboxes", pauseOf);
   }
 
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
-    const inst = this.registry.instance<SandboxBackend>(template.backend);
-    if (!inst || inst.plugin.definition.kind !== "sandbox") return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
+    const inst = this.registry.instance(template.backend, "sandbox");
+    if (!inst) return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
     return inst.instance.templateProblem(template);
   }
 
@@ -240,9 +264,10 @@ export class SandboxService {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
+      const backend = this.pausing(row);
       let state: BackendState | void;
       try {
-        state = await this.backendOf(row).pause(row.id, row.backendState);
+        state = await backend.pause(row.id, row.backendState);
       } catch (e) {
         this.log.warn("sandbox pause failed in backend", { sandboxId: id, err: e });
         throw new ApiError(502, "failed to pause sandbox in provider");
@@ -263,7 +288,7 @@ export class SandboxService {
       if (row.status === "paused") {
         const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
         const endAt = new Date(Date.now() + timeoutSec * 1000);
-        const backend = this.backendOf(row);
+        const backend = this.pausing(row);
         const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec), "failed to resume sandbox in provider");
         return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState });
       }
@@ -306,7 +331,7 @@ export class SandboxService {
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
-      () => this.backendOf(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000, signal }),
+      () => this.processes(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000, signal }),
       "failed to run process in provider",
     );
     const durationMs = Math.round(performance.now() - started);
@@ -320,23 +345,23 @@ export class SandboxService {
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
-    const data = await this.call(() => this.backendOf(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
+    const data = await this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
   async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
-    return this.call(() => this.backendOf(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
+    return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {
     const row = await this.running(organizationId, id);
-    await this.call(() => this.backendOf(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
+    await this.call(() => this.filesystem(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
   }
 
   async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
     const row = await this.running(organizationId, id);
-    return this.call(() => this.backendOf(row).list(row.id, row.backendState, path), "failed to list directory in provider");
+    return this.call(() => this.filesystem(row).list(row.id, row.backendState, path), "failed to list directory in provider");
   }
 
   /** Backend failures: the backend's own status for BackendError, 502 otherwise. */
@@ -380,7 +405,7 @@ export class SandboxService {
     const live = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
     const liveIds = new Map<string, Set<string>>();
     for (const row of live) {
-      const inst = this.registry.instance<SandboxBackend>(row.backend);
+      const inst = this.registry.instance(row.backend, "sandbox");
       if (!inst) {
         this.log.warn("sandbox backend not configured; leaving sandbox as it is", { sandboxId: row.id, backend: row.backend });
         continue;
@@ -404,10 +429,11 @@ export class SandboxService {
       if (found === "foreign") continue;
       // A crash between a backend pause/resume and its commit leaves the two disagreeing;
       // the database is what clients were told, so the backend follows it.
-      if (found === "running" && row.status === "paused") await inst.instance.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") await inst.instance.resume(row.id, row.backendState, 0).catch(() => {});
+      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
+      if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
+      if (found === "paused" && row.status === "running") await pausing?.resume(row.id, row.backendState, 0).catch(() => {});
     }
-    for (const inst of this.registry.instancesOf<SandboxBackend>("sandbox")) {
+    for (const inst of this.registry.instancesOf("sandbox")) {
       await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
     }
   }

@@ -3,7 +3,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import { LLMock } from "@copilotkit/aimock";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
-import { buildCatalog } from "../../src/catalog";
+import { builtinPlugins } from "../../providers";
+import { buildCatalog, vendorSources } from "../../src/catalog";
 import { startTestService, type TestService } from "../helpers/service";
 import { type CountingUpstream, countingUpstream } from "./counting-upstream";
 import { usageOf } from "./helpers";
@@ -66,7 +67,7 @@ describe("POST /v1/embeddings (openai SDK)", () => {
     expect(counting.seen.at(-1)).toMatchObject({ path: "/v1/embeddings", body });
     const row = (await usageOf(svc, keyId)).find((r) => r.surface === "embeddings");
     expect(row).toMatchObject({ publicModel: "text-embedding-3-small", provider: "openai", inputTokens: 6, outputTokens: 0, status: 200 });
-    const price = buildCatalog().cost("text-embedding-3-small", { inputTokens: 6, outputTokens: 0 })!;
+    const price = buildCatalog({}, vendorSources(builtinPlugins)).cost("text-embedding-3-small", { inputTokens: 6, outputTokens: 0 })!;
     expect(price).toBeGreaterThan(0);
     expect(row!.cost).toBeCloseTo(price, 9);
   });

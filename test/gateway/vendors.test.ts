@@ -5,7 +5,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import { LLMock } from "@copilotkit/aimock";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
-import { buildCatalog } from "../../src/catalog";
+import { builtinPlugins } from "../../providers";
+import { buildCatalog, vendorSources } from "../../src/catalog";
 import { createLogger } from "../../src/log";
 import { startTestService, type TestService } from "../helpers/service";
 import { AWS, bedrockUpstream, serviceAccount, type TestServiceAccount, type Upstream, vertexUpstream, passThrough } from "./cloud-upstreams";
@@ -250,12 +251,12 @@ describe("fallback across vendors of one protocol", () => {
 describe("catalog", () => {
   test("?all=true lists the whole catalog; /v1/models what the configured vendors route", async () => {
     const all = (await (await svc.fetch("/api/models?all=true", { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string; vendor: string }[] };
-    expect(all.data.length).toBe(buildCatalog().list().length);
+    expect(all.data.length).toBe(buildCatalog({}, vendorSources(builtinPlugins)).list().length);
     expect(all.data.length).toBeGreaterThan(1400);
     const routable = (await (await svc.fetch("/v1/models", { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string; owned_by: string }[] };
     const ids = new Set(routable.data.map((m) => m.id));
     expect(ids.has("llama-3.1-8b-instant")).toBe(true);
-    const catalog = buildCatalog();
+    const catalog = buildCatalog({}, vendorSources(builtinPlugins));
     expect(catalog.byVendor("bedrock").length).toBeGreaterThan(0);
     for (const m of catalog.byVendor("bedrock")) expect(ids.has(m.id)).toBe(true);
     expect(ids.has("gpt-4o-mini")).toBe(true); // an Azure deployment

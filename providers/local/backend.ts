@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "../../log";
-import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxResources, type SandboxTemplate } from "../backend";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxResources } from "../../src/plugin-api";
+import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
 import { runCaptured } from "./exec";
@@ -65,7 +65,7 @@ const HOST_TOOLS: [string, string][] = [
  * operations join its cgroup and namespaces (nsenter) instead of starting a new bwrap
  * each time, which keeps a command round trip to a few milliseconds.
  */
-export class LocalBackend implements SandboxBackend {
+export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
   /**
    * The service must run as root: it gives each sandbox its own host uid, it joins
    * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
@@ -119,7 +119,7 @@ export class LocalBackend implements SandboxBackend {
     return this.tools.get(name)!;
   }
 
-  templateProblem(template: SandboxTemplate): string | undefined {
+  templateProblem(template: LocalTemplate): string | undefined {
     if (process.platform !== "linux") return `template ${template.id} is unavailable: the local sandbox backend runs on Linux only`;
     if (!this.privileged) return `template ${template.id} is unavailable: the local sandbox backend needs the service to run as root (it starts each sandbox under its own unprivileged uid)`;
     const tool = this.missingTool();
@@ -135,12 +135,12 @@ export class LocalBackend implements SandboxBackend {
   }
 
   /** A template's own resources: what its warm sandboxes start with. */
-  private templateResources(t: SandboxTemplate): SandboxResources {
+  private templateResources(t: LocalTemplate): SandboxResources {
     const d = this.opts.defaultResources;
     return { memoryMB: t.memoryMB ?? d.memoryMB, cpuCount: t.cpuCount ?? d.cpuCount, diskSizeMB: t.diskSizeMB ?? d.diskSizeMB, pids: t.pids ?? d.pids };
   }
 
-  async create(spec: CreateSpec): Promise<BackendState> {
+  async create(spec: CreateSpec<LocalTemplateFields>): Promise<BackendState> {
     const problem = this.templateProblem(spec.template);
     if (problem) throw new BackendError(503, problem);
     mkdirSync(this.opts.root, { recursive: true, mode: 0o700 });
@@ -162,7 +162,7 @@ export class LocalBackend implements SandboxBackend {
     return started.state;
   }
 
-  private start(template: SandboxTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+  private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
     return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups });
   }
 
@@ -181,7 +181,7 @@ export class LocalBackend implements SandboxBackend {
    * directory rename instead of a bwrap start. They hold no user state: envVars are
    * applied per command.
    */
-  private refill(template: SandboxTemplate): void {
+  private refill(template: LocalTemplate): void {
     if (this.opts.warmPool <= 0 || this.closed || this.filling.has(template.id)) return;
     const fill = (async () => {
       const pool = this.pool.get(template.id) ?? [];

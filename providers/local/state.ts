@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import type { BackendState, SandboxResources } from "../backend";
+import type { BackendState, SandboxResources } from "../../src/plugin-api";
 
 /** What the database keeps for a local sandbox; enough to find it after a restart. */
 export interface LocalState extends BackendState {

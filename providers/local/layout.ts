@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SandboxTemplate } from "../backend";
+import type { LocalTemplate } from "./template";
 
 /** User the sandboxed code runs as, inside the sandbox's user namespace. */
 export const SANDBOX_UID = 1000;
@@ -47,7 +47,7 @@ export function prepareSandboxDir(root: string, id: string): { dir: string; etc:
 }
 
 /** bwrap arguments for the read-only system root of a template. */
-export function rootfsArgs(template: SandboxTemplate): string[] {
+export function rootfsArgs(template: LocalTemplate): string[] {
   const args: string[] = [];
   const mounts = template.mounts ?? ["/usr"];
   for (const m of mounts) args.push("--ro-bind-try", m, m);

@@ -1,8 +1,7 @@
 import { join } from "node:path";
-import { Type } from "@sinclair/typebox";
-import { definePlugin } from "../src/registry/plugin";
-import { LocalBackend, type LocalLimits } from "../src/sandboxes/local/backend";
-import { DEFAULT_RESOURCES } from "../src/sandboxes/templates";
+import { DEFAULT_RESOURCES, definePlugin, Type } from "../../src/plugin-api";
+import { LocalBackend, type LocalLimits } from "./backend";
+import { localTemplateFields } from "./template";
 
 /**
  * Sandboxes on this host, isolated with bubblewrap (Linux namespaces) - the embedded
@@ -53,6 +52,7 @@ export default definePlugin({
   name: "local",
   description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net, cgroup), each in a cgroup of its own",
   serves: ["processes", "filesystem", "pause"],
+  templateFields: localTemplateFields,
   configSchema,
   // Zero configuration on by default; SANDBOX_LOCAL=off disables it, and
   // SANDBOX_LOCAL=without-cgroups runs it without per-sandbox limits (withoutCgroups).

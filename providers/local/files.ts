@@ -1,5 +1,5 @@
 import { posix } from "node:path";
-import { BackendError, type DirEntry } from "../backend";
+import { BackendError, type DirEntry } from "../../src/plugin-api";
 import type { RunResult } from "./exec";
 
 /**

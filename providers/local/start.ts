@@ -1,7 +1,8 @@
 import { randomInt } from "node:crypto";
 import { closeSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type SandboxResources, type SandboxTemplate } from "../backend";
+import { BackendError, type SandboxResources } from "../../src/plugin-api";
+import type { LocalTemplate } from "./template";
 import type { SandboxCgroups } from "./cgroup/types";
 import { prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { childrenOf, pidNamespace, procStat, signal } from "./procfs";
@@ -13,7 +14,7 @@ const MIB = 1024 * 1024;
 export interface StartOptions {
   root: string;
   dirName: string;
-  template: SandboxTemplate;
+  template: LocalTemplate;
   resources: SandboxResources;
   /** prlimit argv prefix (rlimits). */
   limitArgs: string[];
@@ -29,7 +30,7 @@ export interface Started {
 }
 
 /** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
-function bwrapArgs(template: SandboxTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number }): string[] {
+function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number }): string[] {
   const disk = String(r.diskSizeMB * MIB);
   return [
     // Threats: host processes, host network (the service and its database listen on
