@@ -14,16 +14,17 @@
 // as Prometheus would) as one more target, interleaved with the service as it ships (off):
 // the A/B of the metrics' cost in one command.
 
-type Mode = "json" | "stream" | "chunked" | "live";
-const MODES: Mode[] = ["json", "stream", "chunked", "live"];
+type Mode = "json" | "stream" | "chunked" | "live" | "embeddings";
+const MODES: Mode[] = ["json", "stream", "chunked", "live", "embeddings"];
 const TITLES: Record<Mode, string> = {
   json: "Non-streaming",
   stream: "Streaming (SSE), upstream sends the complete stream (Content-Length)",
   chunked: "Streaming (SSE), upstream sends a chunked stream (one event per chunk, written at once)",
   live: "Streaming (SSE), live upstream (one event per chunk, 1 ms apart)",
+  embeddings: "Embeddings (POST /v1/embeddings, one input)",
 };
 /** What the prompt tells the upstream (bench/gateway-children.ts) about how to send its stream. */
-const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)" };
+const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)", embeddings: "Say hello" };
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -51,7 +52,12 @@ interface Target {
 }
 
 // The upstream (bench/gateway-children.ts) chunks its stream when the prompt says so.
-const body = (mode: Mode) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: PROMPTS[mode] }], ...(mode === "json" ? {} : { stream: true }) });
+const body = (mode: Mode) =>
+  mode === "embeddings"
+    ? JSON.stringify({ model: "text-embedding-3-small", input: PROMPTS[mode] })
+    : JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: PROMPTS[mode] }], ...(mode === "json" ? {} : { stream: true }) });
+/** Targets are listed by their chat completions URL; embeddings are beside it. */
+const urlOf = (t: Target, mode: Mode) => (mode === "embeddings" ? t.url.replace(/\/chat\/completions$/, "/embeddings") : t.url);
 
 async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -141,10 +147,11 @@ async function startPortkey(runtime: "node" | "bun") {
 }
 
 async function checkTarget(t: Target, mode: Mode) {
-  const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(mode) });
+  const res = await fetch(urlOf(t, mode), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(mode) });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`${t.name}: ${res.status} ${text.slice(0, 300)}`);
-  if (mode !== "json" ? !text.includes("data: [DONE]") : !text.includes('"chat.completion"')) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
+  const expected = mode === "embeddings" ? '"embedding"' : mode === "json" ? '"chat.completion"' : "data: [DONE]";
+  if (!text.includes(expected)) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
 }
 
 /**
@@ -157,7 +164,7 @@ async function sequential(targets: Target[], mode: Mode): Promise<Map<string, nu
   const payload = body(mode);
   const one = async (t: Target) => {
     const start = performance.now();
-    const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: payload });
+    const res = await fetch(urlOf(t, mode), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: payload });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`${t.name}: ${res.status}`);
     return performance.now() - start;
@@ -197,7 +204,7 @@ function wrkPost(t: Target, mode: Mode, seconds: number, dir: string): Throughpu
   writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body(mode))}\nwrk.headers["Content-Type"] = "application/json"\n`);
   const args = ["wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${Math.max(1, Math.round(seconds))}s`, "-s", script];
   for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
-  args.push(t.url);
+  args.push(urlOf(t, mode));
   const ticksBefore = cpuTicks(t.pid);
   const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
   const ticks = cpuTicks(t.pid) - ticksBefore;

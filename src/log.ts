@@ -59,7 +59,7 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
   };
 }
 
-interface Sink {
+export interface Sink {
   write(line: string): void;
   flush(): void;
 }

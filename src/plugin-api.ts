@@ -10,7 +10,7 @@ import { egressPolicyFromEnv } from "./egress";
 import { openAICompatible } from "./gateway/openai-compatible";
 import { clientHeader, GenerationError, httpProvider } from "./gateway/provider";
 import { downloadMedia, mediaType, readMedia, sniffImage, upstreamError } from "./generation/upstream";
-import { definePlugin } from "./registry/plugin";
+import { definePlugin, HOSTED_MODEL_ID } from "./registry/plugin";
 import { BackendError, CANCELLED_MARKER } from "./sandboxes/backend";
 import { DEFAULT_RESOURCES } from "./sandboxes/templates";
 
@@ -63,6 +63,7 @@ export {
   downloadMedia,
   egressPolicyFromEnv,
   GenerationError,
+  HOSTED_MODEL_ID,
   httpProvider,
   mediaType,
   openAICompatible,
@@ -82,6 +83,7 @@ export const pluginApi = {
   downloadMedia,
   egressPolicyFromEnv,
   GenerationError,
+  HOSTED_MODEL_ID,
   httpProvider,
   mediaType,
   openAICompatible,

@@ -1,3 +1,4 @@
+import type { Logger } from "./log";
 import { type App, createApp, routeModules, startModules } from "./app";
 import type { RouteModule } from "./http/route-module";
 import type { Database } from "./db/client";
@@ -20,10 +21,12 @@ export interface StartOptions {
   database?: Database;
   /** Route modules to serve (default: all of the service's). */
   modules?: RouteModule[];
+  /** Where log lines go (default: stdout at the configured level). */
+  log?: Logger;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
-  const services = await createServices(config, { database: opts.database });
+  const services = await createServices(config, { database: opts.database, log: opts.log });
   const modules = opts.modules ?? routeModules;
   const app = createApp(services, modules);
   await startModules(services, modules);

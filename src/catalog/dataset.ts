@@ -61,7 +61,7 @@ export function seedEntries(sources: readonly VendorSource[], now = new Date()):
       // Only ids a rule names exactly are listed: a dataset key matched by prefix
       // ("claude-3-5-sonnet") is a family name, not something the vendor's API accepts.
       for (const id of exactIds(info.match)) {
-        if (!LISTABLE_ID.test(id)) continue;
+        if (!LISTABLE_ID.test(id) && !source.listable?.test(id)) continue;
         const existing = entries.get(id);
         if (existing) {
           if (existing.model.vendor !== source.vendor || existing.pricedBy) continue;
@@ -101,12 +101,12 @@ export function entryByPattern(sources: readonly VendorSource[], id: string, now
   return undefined;
 }
 
-const priceModelCache = new Map<string, ModelInfo[]>();
+const priceModelCache = new Map<VendorSource, ModelInfo[]>();
 function priceModels(source: VendorSource): ModelInfo[] {
-  let models = priceModelCache.get(source.prices);
+  let models = priceModelCache.get(source);
   if (!models) {
-    models = (findProvider({ providerId: source.prices })?.models ?? []).filter((m) => !source.foreign?.test(m.id));
-    priceModelCache.set(source.prices, models);
+    models = (findProvider({ providerId: source.prices })?.models ?? []).filter((m) => !source.foreign?.test(m.id) && (!source.only || source.only.test(m.id)));
+    priceModelCache.set(source, models);
   }
   return models;
 }

@@ -1,5 +1,6 @@
 import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
+import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
 import { SSE_HEADERS } from "../http/sse";
 import type { UsageMeter } from "../metering";
 import type { Observability } from "../observability/observability";
@@ -39,13 +40,34 @@ export interface Deps {
   options: GatewayOptions;
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
+  /** Set when access-log lines are written: prices a request's usage for its line. */
+  accessLog?: { cost(model: string, usage: Usage): number | undefined };
 }
 
 const TIMEOUT = "upstream timeout";
 /** Declared-length streams up to this size are read whole and sent as one body. */
 const COMPLETE_STREAM_MAX_BYTES = 1 << 20;
-/** Built once: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
-const STREAM_HEADERS = new Headers(SSE_HEADERS);
+
+/** Response headers per answering provider, built once each (see STREAM_HEADERS). */
+const streamHeadersByProvider = new Map<string, Headers>();
+
+/**
+ * Which provider answered (`x-gateway-provider`) and, when a fallback happened, after how
+ * many attempts (`x-gateway-attempts`): operators and clients can tell who served a model.
+ */
+function markProvider(headers: Headers, provider: string, attempts: number): Headers {
+  headers.set("x-gateway-provider", provider);
+  if (attempts > 1) headers.set("x-gateway-attempts", String(attempts));
+  return headers;
+}
+
+/** Built once per provider: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
+function streamHeaders(provider: string, attempts: number): Headers {
+  if (attempts > 1) return markProvider(new Headers(SSE_HEADERS), provider, attempts);
+  let h = streamHeadersByProvider.get(provider);
+  if (!h) streamHeadersByProvider.set(provider, (h = markProvider(new Headers(SSE_HEADERS), provider, 1)));
+  return h;
+}
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -65,8 +87,18 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   // Kept for the request log (stored only when REQUEST_LOG_BODIES is on; see the meter).
   let sent: string | undefined;
   let answer: string | undefined;
+  const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
+  if (access) noteModelAccess(call.request, access);
   const record = (status: number) => {
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
+    if (access) {
+      access.provider = used?.provider;
+      access.attempts = attempts;
+      access.inputTokens = usage.inputTokens;
+      access.outputTokens = usage.outputTokens;
+      access.costUsd = d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage);
+      endModelAccess(call.request, status);
+    }
     d.meter.record({
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
@@ -144,7 +176,8 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         }
         answer = text;
         record(res.status);
-        return new Response(text, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+        const refused = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
+        return new Response(text, { status: res.status, headers: markProvider(refused, c.provider, attempts) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
       // build a JavaScript stream over a body that may be complete already.
@@ -160,7 +193,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = usage.cachedTokens = 0;
         answer = text;
         record(res.status);
-        return new Response(text, { status: res.status, headers });
+        return new Response(text, { status: res.status, headers: markProvider(headers, c.provider, attempts) });
       }
       const pipe = {
         codec,
@@ -188,7 +221,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         attempt?.end("ok", res.status);
         d.router.succeeded(c);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
-        return new Response(completeSse(whole, pipe), { status: res.status, headers: STREAM_HEADERS });
+        return new Response(completeSse(whole, pipe), { status: res.status, headers: streamHeaders(c.provider, attempts) });
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
@@ -206,7 +239,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
       const body = pipeSse(first.value, reader, pipe);
-      return new Response(body, { status: res.status, headers: STREAM_HEADERS });
+      return new Response(body, { status: res.status, headers: streamHeaders(c.provider, attempts) });
     } catch (e) {
       settle();
       attempt?.end(timedOut ? "timeout" : isNetworkError(e) ? "unreachable" : call.request.signal.aborted ? "canceled" : "rejected");

@@ -36,7 +36,13 @@ export class Gateway {
     this.router = new Router(this.providers, config, { vendorOf: (m) => catalog.get(m)?.vendor });
     const observe = observabilityFor(s);
     if (observe) this.router.onCooldown = (c) => observe.cooldown(c.provider, c.model);
-    this.deps = { router: this.router, meter: usageMeterFor(s), options: config.options, observe };
+    this.deps = {
+      router: this.router,
+      meter: usageMeterFor(s),
+      options: config.options,
+      observe,
+      accessLog: s.log.enabled("info") ? { cost: (model, usage) => catalog.cost(model, usage) } : undefined,
+    };
   }
 
   /**
@@ -52,7 +58,7 @@ export class Gateway {
   ): Promise<Response> {
     const model = body.model;
     const stream = body.stream === true;
-    const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+    const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream, body));
     const raw = rawBodies.get(inc.request);
     const patch = opts.patch;
     // The text to send when the model id stays: the client's own, with the patch's fields
@@ -78,9 +84,9 @@ export class Gateway {
     return forward(this.deps, { protocol, publicModel: model, stream, candidates, body: () => raw, ...inc });
   }
 
-  compat(protocol: Protocol, inc: Incoming, stream: boolean) {
+  compat(protocol: Protocol, inc: Incoming, stream: boolean, json?: Record<string, unknown>) {
     return (c: Candidate) =>
-      c.upstream.incompatible?.({ protocol, model: c.model, stream, clientHeaders: inc.request.headers, signal: inc.request.signal });
+      c.upstream.incompatible?.({ protocol, model: c.model, stream, clientHeaders: inc.request.headers, signal: inc.request.signal, json });
   }
 
   /** The listing of routable models: configured routes, provider model lists, catalog models of enabled vendors. */

@@ -22,6 +22,8 @@ export interface UpstreamRequest {
   interactionId?: string;
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
   traceparent?: string;
+  /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
+  json?: Record<string, unknown>;
 }
 
 export interface ModelProvider {

@@ -1,3 +1,5 @@
+import type { TSchema } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
@@ -50,17 +52,21 @@ export function gatewayRoutes(s: Services) {
         const patch = forceUsage?.(body as ModelBody);
         return g.forwardJson(name, { request, auth, requestId, startedAt }, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
       },
-      { body: route.body, detail: { tags, summary: route.summary, description: route.description } },
+      { body: route.body, ...(route.response ? { response: { 200: route.response } } : {}), detail: { tags, summary: route.summary, description: route.description } },
     );
   }
   // POST {version}/models/{model}:{action}: the action picks the protocol (and whether it streams).
-  const actions = new Map<string, { name: Protocol; stream: boolean; check?: (body: unknown) => void }>();
+  // Each action's body is checked against its own protocol's schema: the route's schema
+  // (a union, for the OpenAPI document) would accept an embedContent body on
+  // generateContent, or report a generateContent rule to an embedContent call.
+  const actions = new Map<string, { name: Protocol; stream: boolean; check?: (body: unknown) => void; valid: (body: unknown) => void }>();
   const inPath = [];
   for (const spec of PROTOCOL_SPECS) {
     const route = spec.route;
     if (route.kind !== "model-in-path") continue;
     inPath.push(route);
-    for (const [action, { stream }] of Object.entries(route.actions)) actions.set(action, { name: spec.name, stream, check: route.check });
+    const valid = bodyChecker(route.body, spec.label);
+    for (const [action, { stream }] of Object.entries(route.actions)) actions.set(action, { name: spec.name, stream, check: route.check, valid });
   }
   for (const v of GENVENDOR_VERSIONS) {
     if (inPath.length) {
@@ -73,6 +79,7 @@ export function gatewayRoutes(s: Services) {
           const target = actions.get(action);
           if (!target) throw new ApiError(404, `unknown method '${action || call}'`);
           const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
+          if (inPath.length > 1) target.valid(body);
           target.check?.(body);
           return g.forwardPathModel(target.name, { request, auth, requestId, startedAt }, model, target.stream, body);
         },
@@ -100,4 +107,19 @@ export function gatewayRoutes(s: Services) {
       });
   }
   return app.use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+}
+
+/**
+ * A compiled check of one protocol's body, throwing a 400 with the schema's own `error`
+ * text where it has one (as route validation does), else the failing field.
+ */
+function bodyChecker(schema: TSchema, label: string): (body: unknown) => void {
+  const compiled = TypeCompiler.Compile(schema);
+  return (body) => {
+    if (compiled.Check(body)) return;
+    const first = compiled.Errors(body).First();
+    const custom = (first?.schema as { error?: unknown } | undefined)?.error;
+    const field = first?.path ? first.path.slice(1).replaceAll("/", ".") : "body";
+    throw new ApiError(400, typeof custom === "string" ? custom : `invalid ${label} request: ${field}: ${first?.message ?? "does not match the schema"}`);
+  };
 }

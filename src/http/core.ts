@@ -5,6 +5,7 @@ import type { Observability } from "../observability/observability";
 import { type AuthContext, authenticate, checkAdmin } from "./auth";
 import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } from "./body";
 import { ApiError, errorBody, errorResponse, toApiError } from "./errors";
+import { modelAccessFields, modelAccessOf } from "./model-access";
 import { requestIdFor } from "./request-id";
 import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
 
@@ -149,12 +150,23 @@ export function corePlugin(deps: CoreDeps) {
   // The access log line, serialized by hand (see Logger.raw): the request id is ours or
   // passed the SANE check and organization ids are ours; the method and path are
   // client-chosen and escaped unless they hold only characters JSON leaves as they are.
-  const logAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined) =>
+  const writeAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined, model: string) =>
     log.raw(
       "info",
       "request",
-      `"requestId":"${requestId}","method":${jsonString(method)},"path":${jsonString(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}`,
+      `"requestId":"${requestId}","method":${jsonString(method)},"path":${jsonString(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}${model}`,
     );
+  // A model request's line carries what the gateway noted (model, provider, attempts,
+  // tokens, cost); a stream's waits until the stream has ended and its usage is known.
+  const logAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined, request?: Request) => {
+    const model = request ? modelAccessOf(request) : undefined;
+    if (!model) return writeAccess(requestId, method, path, status, startedAt, org, "");
+    if (model.open && status < 300) {
+      model.deferred = (final) => writeAccess(requestId, method, path, final, startedAt, org, modelAccessFields(model));
+      return;
+    }
+    writeAccess(requestId, method, path, status, startedAt, org, modelAccessFields(model));
+  };
 
   const core = new Elysia({ name: "core" })
     .use(requestContext)
@@ -181,7 +193,7 @@ export function corePlugin(deps: CoreDeps) {
       c.set.headers["content-type"] = "application/json";
       const requestId = (c as { requestId?: string }).requestId;
       if (requestId) c.set.headers["x-request-id"] = requestId;
-      if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId);
+      if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId, c.request);
       if (observe) observe.requestFinished(c.request, surface, (c as { route?: string }).route, err.status, (c as { auth?: AuthContext }).auth?.organizationId);
       return errorBody(surface.family, err);
     });
@@ -206,7 +218,7 @@ export function corePlugin(deps: CoreDeps) {
     }
     if (accessLog || observe) {
       const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
-      if (accessLog) logAccess(requestId, request.method, path, status, startedAt, auth?.organizationId);
+      if (accessLog) logAccess(requestId, request.method, path, status, startedAt, auth?.organizationId, request);
       if (observe) observe.requestFinished(request, surface, route, status, auth?.organizationId);
     }
   });

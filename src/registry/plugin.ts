@@ -44,7 +44,17 @@ export interface CatalogSource {
   prices: string;
   /** Ids in the vendor's dataset entries that belong to another vendor (a reseller's listing). */
   foreign?: RegExp;
+  /** Only ids matching this are the vendor's (the price table shares one provider between two of ours). */
+  only?: RegExp;
+  /**
+   * Real API ids of this vendor that plain ids would not match: hosts that name models
+   * `org/model` (OpenRouter, Together, Fireworks) or with a version after a colon (Bedrock).
+   */
+  listable?: RegExp;
 }
+
+/** `org/model`, `accounts/x/models/y`, `model-v1:0`, `model:free`: ids with path or version parts (a `listable` for hosts). */
+export const HOSTED_MODEL_ID = /^[a-z0-9][a-z0-9._:/@-]*[a-z0-9]$/i;
 
 /** A model vendor: forwards requests in the wire protocols it speaks natively. */
 export interface ModelPluginDefinition<S extends TSchema = TSchema> extends PluginBase<S> {
@@ -53,7 +63,7 @@ export interface ModelPluginDefinition<S extends TSchema = TSchema> extends Plug
   serves: readonly Protocol[];
   /** The vendor's models in the catalog datasets; the vendor name is the plugin's name. */
   catalog?: CatalogSource;
-  /** The environment variable `fromEnv` is enabled by, named in hints to someone whose gateway has no provider for a catalog model. */
+  /** The environment variable(s) `fromEnv` is enabled by (e.g. "A and B"), named in hints to someone whose gateway has no provider for a catalog model. */
   enabledBy?: string;
   create(config: Static<S>, ctx: PluginContext): ModelProvider | Promise<ModelProvider>;
 }

@@ -1,3 +1,4 @@
+import { PROVIDER_VARIABLES } from "./providers";
 import { cidrList, corsOrigins, directory, httpUrl, optionalPath, origin, postgresUrl, redisUrl, secretKey } from "./values";
 import { duration, durationList, integer, oneOf, optionalInteger, optionalText, text, Variable, yesNo } from "./variable";
 
@@ -144,25 +145,8 @@ export const SETTINGS = {
     otelSdkDisabled: yesNo("OTEL_SDK_DISABLED", false),
     otelTracesExporter: optionalText("OTEL_TRACES_EXPORTER"),
   },
-  /**
-   * The built-in provider plugins' own variables. Plugins read them from the environment
-   * they are handed (their `fromEnv`, which external plugins use for theirs); they are
-   * checked here too, so a malformed one stops start-up by name like every other.
-   */
-  providers: {
-    openaiApiKey: optionalText("OPENAI_API_KEY", { secret: true }),
-    openaiBaseUrl: httpUrl("OPENAI_BASE_URL"),
-    anthropicApiKey: optionalText("ANTHROPIC_API_KEY", { secret: true }),
-    anthropicBaseUrl: httpUrl("ANTHROPIC_BASE_URL"),
-    geminiApiKey: optionalText("GEMINI_API_KEY", { secret: true }),
-    geminiBaseUrl: httpUrl("GEMINI_BASE_URL"),
-    e2bApiKey: optionalText("E2B_API_KEY", { secret: true }),
-    e2bDomain: optionalText("E2B_DOMAIN"),
-    e2bApiUrl: httpUrl("E2B_API_URL"),
-    e2bSandboxUrl: httpUrl("E2B_SANDBOX_URL"),
-    // Exact words: the local plugin compares the raw value, so "OFF" must not pass here as "off".
-    sandboxLocal: oneOf("SANDBOX_LOCAL", ["on", "off", "without-cgroups"], "on"),
-  },
+  /** The built-in provider plugins' own variables (src/settings/providers.ts). */
+  providers: PROVIDER_VARIABLES,
 };
 
 type Tree = { [key: string]: Variable<unknown> | Tree };

@@ -62,7 +62,7 @@ describe("no model provider configured", () => {
     expect(got.message).toContain("set GEMINI_API_KEY");
   });
 
-  test("an OpenAI-compatible built-in vendor names its key; a vendor without a built-in provider points at CONFIG_FILE; an unknown model stays a plain 404", async () => {
+  test("a vendor with a preset names its variable; a vendor without a built-in provider points at CONFIG_FILE; an unknown model stays a plain 404", async () => {
     const post = (s: TestService, k: string, model: string) =>
       s.fetch("/v1/chat/completions", {
         method: "POST",
@@ -72,6 +72,8 @@ describe("no model provider configured", () => {
     const mistral = await post(svc, key, "mistral-large-latest");
     expect(mistral.status).toBe(404);
     expect((await mistral.json()).error.message).toContain("no provider configured for vendor mistral; set MISTRAL_API_KEY");
+    const bedrock = await post(svc, key, "anthropic.claude-sonnet-4-5-20250929-v1:0");
+    expect((await bedrock.json()).error.message).toMatch(/vendor bedrock; set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION/);
     const unknown = await post(svc, key, "no-such-model-anywhere");
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error.message).toBe("model 'no-such-model-anywhere' not found");

@@ -1,6 +1,11 @@
 import type { Surface } from "../../http/surfaces";
+import { batchEmbedContents } from "./batch-embed-contents";
 import { chat } from "./chat";
+import { countTokens } from "./count-tokens";
+import { embedContent } from "./embed-content";
+import { embeddings } from "./embeddings";
 import { generateContent } from "./generate-content";
+import { genvendorCountTokens } from "./genvendor-count-tokens";
 import { interactions } from "./interactions";
 import { messages } from "./messages";
 import { responses } from "./responses";
@@ -13,7 +18,7 @@ export { defineProtocol } from "./spec";
  * The wire protocols the gateway serves, one module each; adding a protocol is its
  * module plus one line here. The order is the order `Router.protocolsOf` lists them in.
  */
-export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions] as const;
+export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens] as const;
 
 /** Wire protocols of the model surfaces (one per surface family, named after the surface). */
 export type Protocol = (typeof PROTOCOL_SPECS)[number]["name"];

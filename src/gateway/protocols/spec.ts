@@ -52,6 +52,8 @@ export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute;
 interface RouteDocs {
   summary: string;
   description: string;
+  /** The successful answer's shape, for the OpenAPI document (the body itself passes through). */
+  response?: TSchema;
 }
 
 /** `POST <path>` with a JSON body naming the model; `stream: true` in the body streams. */
