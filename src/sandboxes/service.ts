@@ -197,10 +197,16 @@ export class SandboxService {
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
   }
 
+  /**
+   * Destroying a sandbox that is already stopped (or failed at creation) answers 404, not
+   * 409: there is nothing left to destroy, and the E2B SDK's `kill()` reads only 404 as
+   * "already gone" (returns false) while any other status throws, which would make a
+   * repeated or racing kill an error for every SDK user. GET keeps showing the record.
+   */
   async kill(organizationId: string, id: string): Promise<void> {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
-      this.notLive(row);
+      if (row.status === "stopped" || row.status === "error") throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
       await this.stop(row, "deleted");
     });
   }

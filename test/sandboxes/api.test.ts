@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { CLIENT_ID } from "../../src/sandboxes/service";
 import { sandboxes } from "../../src/sandboxes/schema";
 import { eq } from "drizzle-orm";
+import { Sandbox } from "@e2b/code-interpreter";
 import { startTestService, type TestService } from "../helpers/service";
 import { type Api, apiFor, destroyAll, eventsOf, expectError, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
@@ -307,7 +308,7 @@ describe("lifecycle", () => {
     expectError(await api("POST", `/sandboxes/${id}/timeout`, {}), 400, /timeout must be an integer/);
   });
 
-  test("delete: 204 empty, `killed` with reason deleted, then 409 on every operation; GET shows stopped", async () => {
+  test("delete: 204 empty, `killed` with reason deleted, then 404 on a second delete and 409 on every other operation; GET shows stopped", async () => {
     const sb = await create();
     const id = sb.sandboxID;
     const state = (await svc.server.services.db.select().from(sandboxes).where(eq(sandboxes.id, id)))[0].backendState as { initPid: number };
@@ -319,12 +320,22 @@ describe("lifecycle", () => {
     expect((await api("GET", `/sandboxes/${id}`)).body.status).toBe("stopped");
     // The sandbox's processes are gone.
     await waitUntil(async () => !(await Bun.file(`/proc/${state.initPid}/stat`).exists()), 5_000, "sandbox init to exit");
-    expectError(await api("DELETE", `/sandboxes/${id}`), 409, "sandbox is stopped");
+    // Nothing left to destroy: 404, which the E2B SDK's kill() reads as "already gone".
+    expectError(await api("DELETE", `/sandboxes/${id}`), 404, "sandbox is already stopped; nothing to destroy");
     expectError(await api("POST", `/sandboxes/${id}/pause`), 409, "sandbox is stopped");
     expectError(await api("POST", `/sandboxes/${id}/connect`, {}), 409, "sandbox is stopped");
     expectError(await api("POST", `/sandboxes/${id}/timeout`, { timeout: 5 }), 409, "sandbox is stopped");
     expectError(await api("POST", `/sandboxes/${id}/processes`, { cmd: "true" }), 409, "sandbox is stopped");
     expectError(await api("GET", `/sandboxes/${id}/filesystem?path=x`), 409, "sandbox is stopped");
+    expect((await eventsOf(svc, id, "sandbox.lifecycle.killed")).length).toBe(1);
+  });
+
+  test("the E2B SDK's kill(): true on a running sandbox, false (already gone) on a stopped one", async () => {
+    const id = (await create()).sandboxID;
+    const opts = { apiKey: key, apiUrl: svc.url };
+    expect(await Sandbox.kill(id, opts)).toBe(true);
+    expect((await api("GET", `/sandboxes/${id}`)).body.status).toBe("stopped");
+    expect(await Sandbox.kill(id, opts)).toBe(false);
     expect((await eventsOf(svc, id, "sandbox.lifecycle.killed")).length).toBe(1);
   });
 
