@@ -13,6 +13,7 @@ import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
+import { budgetsModule } from "./budgets";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering/module";
 import { openapiRoutes } from "./openapi";
@@ -28,6 +29,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: homeRoutes },
   { surfaces: [adminSurface], routes: adminRoutes },
   meteringModule,
+  budgetsModule,
   limitsModule,
   gatewayModule,
   eventsModule,

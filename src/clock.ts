@@ -1,6 +1,6 @@
-import type { Services } from "../services";
+import type { Services } from "./services";
 
-/** Where the scheduler and the deployment API read "now". Tests swap it to move time at will. */
+/** Where the scheduler, the deployment API, budgets and the usage meter read "now". Tests swap it to move time at will. */
 export interface Clock {
   now(): Date;
 }

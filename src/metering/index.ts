@@ -1,4 +1,5 @@
 import { catalogFor } from "../catalog";
+import { clockOf } from "../clock";
 import type { Services } from "../services";
 import { BatchingUsageMeter } from "./meter";
 
@@ -16,7 +17,7 @@ export function usageMeterFor(s: Services): BatchingUsageMeter {
   let m = meters.get(s);
   if (!m) {
     const flushMs = Number(s.config.env.USAGE_FLUSH_MS) || undefined;
-    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs });
+    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs, now: () => clockOf(s).now().getTime() });
     meters.set(s, m);
     const meter = m;
     s.onShutdown.push(() => meter.close());

@@ -1,0 +1,1 @@
+export { type Clock, clockOf, setClock, systemClock } from "../clock";
