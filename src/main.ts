@@ -36,14 +36,14 @@ const USAGE = `usage:
                                           change a key's limits
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
-
-A spending limit is in USD per period; <p> is daily, weekly, monthly (reset at 00:00 UTC;
-weeks start on Monday) or none (never reset, the default).
   gateway migrate                         apply database migrations and exit
   gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
 Beside a running service on the same embedded DATA_DIR, orgs/keys commands go through
-that service. Configuration is read from the environment; see README.md.`;
+that service. Configuration is read from the environment; see README.md.
+
+A spending limit is in USD per period; <p> is daily, weekly, monthly (reset at 00:00 UTC;
+weeks start on Monday) or none (never reset, the default).`;
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", sub, ...rest] = argv;
@@ -127,8 +127,8 @@ async function main(argv: string[]): Promise<number> {
           name: values.name,
           spendingLimit: numberFlag("spending-limit", values["spending-limit"]),
           spendPeriod: periodFlag(values["spending-period"]),
-          rpm: numberFlag("rpm", values.rpm),
-          tpm: numberFlag("tpm", values.tpm),
+          rpm: countFlag("rpm", values.rpm),
+          tpm: countFlag("tpm", values.tpm),
           expiresAt: dateFlag(values["expires-at"]),
           scopes,
         });
@@ -149,8 +149,8 @@ async function main(argv: string[]): Promise<number> {
         const patch = {
           spendingLimit: nullableNumberFlag("spending-limit", values["spending-limit"]),
           spendPeriod: periodFlag(values["spending-period"]),
-          rpm: nullableNumberFlag("rpm", values.rpm),
-          tpm: nullableNumberFlag("tpm", values.tpm),
+          rpm: values.rpm === "none" ? null : countFlag("rpm", values.rpm),
+          tpm: values.tpm === "none" ? null : countFlag("tpm", values.tpm),
         };
         console.log(JSON.stringify(await admin.updateKey(positionals[0], patch), null, 2));
         return 0;
@@ -201,6 +201,14 @@ function numberFlag(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be a non-negative number`);
+  return n;
+}
+
+/** A per-minute cap: a positive integer. */
+function countFlag(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer (on update, none removes it)`);
   return n;
 }
 

@@ -19,6 +19,12 @@ export interface SandboxTemplate {
   mounts?: string[];
   /** Programs that must exist on the host for the template to work (local backend). */
   requires?: string[];
+  /**
+   * Host executables mounted read-only into the sandbox as `/opt/gateway/bin/<name>`, on
+   * its PATH (local backend); a null path means the program could not be found, and the
+   * template is unavailable saying so.
+   */
+  programs?: Record<string, string | null>;
   /** The backend's own template name, when it differs from `id` (e2b). */
   remoteTemplate?: string;
   /** Defaults of a sandbox's resources (see templates.ts for the shipped values). */

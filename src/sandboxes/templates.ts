@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { ConfigError, type ConfigFile } from "../config";
 import type { SandboxResources, SandboxTemplate } from "./backend";
+import { claudeCodeBinary } from "./claude-code";
 
 /**
  * Resources of a template that sets none, sized for a 2-core, 24 GB host running a
@@ -47,7 +48,7 @@ export function resolveResources(t: SandboxTemplate, o: ResourceOverrides): Sand
 const MIN = { memoryMB: 64, cpuCount: 0.1, diskSizeMB: 1, pids: 16 };
 
 /**
- * Templates are configuration: `base` and `code_interpreter` ship by default on the
+ * Templates are configuration: `base`, `code_interpreter` and `claude` ship by default on the
  * local backend; CONFIG_FILE `sandboxes.templates` adds templates or overrides these
  * (set one to null to remove it). A template names the backend instance that runs it.
  */
@@ -63,6 +64,12 @@ export const DEFAULT_TEMPLATES: Record<string, Omit<SandboxTemplate, "id">> = {
     mounts: ["/usr"],
     requires: ["python3"],
   },
+  claude: {
+    backend: "local",
+    description: "base plus the Claude Code CLI (`claude`, from the @anthropic-ai/claude-code package or CLAUDE_CODE_BIN)",
+    mounts: ["/usr"],
+    programs: { claude: claudeCodeBinary() ?? null },
+  },
 };
 
 const TemplateSchema = Type.Object(
@@ -71,6 +78,7 @@ const TemplateSchema = Type.Object(
     description: Type.Optional(Type.String()),
     mounts: Type.Optional(Type.Array(Type.String({ pattern: "^/" }))),
     requires: Type.Optional(Type.Array(Type.String({ pattern: "^[A-Za-z0-9._+-]+$" }))),
+    programs: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z0-9._+-]+$" }), Type.Union([Type.String({ pattern: "^/" }), Type.Null()]))),
     remoteTemplate: Type.Optional(Type.String()),
     memoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
     cpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),

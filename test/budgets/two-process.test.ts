@@ -14,10 +14,11 @@ const procs: ServiceProcess[] = [];
 beforeAll(async () => {
   db = await requireServerDatabase();
   mock = await startUsageUpstream();
-  const env = { ...vendorEnv(mock), DATABASE_URL: db.url, DATA_DIR: "/tmp", BOOTSTRAP: "false", ADMIN_TOKEN: ADMIN, LOG_LEVEL: "warn" };
-  procs.push(await spawnService(["bun", "src/main.ts", "serve"], env));
-  procs.push(await spawnService(["bun", "src/main.ts", "serve"], env));
-}, 60_000);
+  const env = { ...vendorEnv(mock), DATABASE_URL: db.url, DATA_DIR: "/tmp", BOOTSTRAP: "false", ADMIN_TOKEN: ADMIN, LOG_LEVEL: "info" };
+  // Generous start-up bound: a loaded CI machine starts a service slowly; a healthy one is done in seconds.
+  procs.push(await spawnService(["bun", "src/main.ts", "serve"], env, { timeoutMs: 120_000 }));
+  procs.push(await spawnService(["bun", "src/main.ts", "serve"], env, { timeoutMs: 120_000 }));
+}, 300_000);
 
 afterAll(async () => {
   for (const p of procs) await p.kill();

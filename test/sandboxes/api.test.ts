@@ -27,6 +27,7 @@ beforeAll(async () => {
       sandboxes: {
         templates: {
           needs_tool: { backend: "local", requires: ["definitely-not-installed-tool"] },
+          claude_missing: { backend: "local", programs: { claude: null } },
           elsewhere: { backend: "nowhere" },
           nobwrap: { backend: "local_nobwrap" },
         },
@@ -101,6 +102,8 @@ describe("create, get, list", () => {
   test("a template whose host requirement or backend is missing is reported unavailable", async () => {
     expectError(await api("POST", "/sandboxes", { templateID: "needs_tool" }), 503, /template needs_tool is unavailable: 'definitely-not-installed-tool' is not installed on the host/);
     expectError(await api("POST", "/sandboxes", { templateID: "elsewhere" }), 503, /sandbox backend 'nowhere' is not configured/);
+    // A host without the Claude Code CLI: the template says how to provide it.
+    expectError(await api("POST", "/sandboxes", { templateID: "claude_missing" }), 503, /template claude_missing is unavailable: the Claude Code CLI is not installed: run `npm install @anthropic-ai\/claude-code`.*CLAUDE_CODE_BIN/);
   });
 
   test("code_interpreter runs python3", async () => {
@@ -108,6 +111,17 @@ describe("create, get, list", () => {
     expect(r.status).toBe(200);
     const out = await api("POST", `/sandboxes/${r.body.sandboxID}/processes`, { cmd: "python3", args: ["-c", "print(6*7)"] });
     expect(out.body).toEqual({ stdout: "42\n", stderr: "", exitCode: 0 });
+  });
+
+  test("claude runs the Claude Code CLI, mounted read-only from the service's package", async () => {
+    const sb = await api("POST", "/sandboxes", { templateID: "claude" });
+    expect(sb.status).toBe(200);
+    const r = await api("POST", `/sandboxes/${sb.body.sandboxID}/processes`, { cmd: "claude", args: ["--version"] });
+    expect(r.body.exitCode).toBe(0);
+    expect(r.body.stdout).toMatch(/^\d+\.\d+\.\d+ \(Claude Code\)\n$/);
+    // Read-only: the sandbox cannot replace the binary other sandboxes run.
+    const w = await api("POST", `/sandboxes/${sb.body.sandboxID}/processes`, { cmd: "sh", args: ["-c", "echo x > $(command -v claude)"] });
+    expect(w.body.exitCode).not.toBe(0);
   });
 
   test("credentials: Bearer and X-API-Key both work; none or a wrong key is 401", async () => {
