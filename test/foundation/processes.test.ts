@@ -68,7 +68,7 @@ test("CLI: budgets on organizations and keys (orgs create|update, keys create|up
   expect(bad.stderr).toContain("--spending-period must be one of none, daily, weekly, monthly");
   expect(cli(["orgs", "update", "nope", "--spending-limit", "1"], env).stderr).toContain("orgs list");
   expect(cli(["keys", "update"], env).code).toBe(2);
-}, 120_000);
+}, 300_000);
 
 test("SIGTERM: requests in flight finish, then the process exits 0", async () => {
   // A slow upstream holds model requests inside the service while the signal arrives.
