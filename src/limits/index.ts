@@ -15,7 +15,8 @@ export { LocalTokenLimiter, secondsUntilUnder, type TokenLimiter } from "./token
 export { ADD_TOKENS_LUA, CHECK_TOKENS_LUA, RedisTokenLimiter } from "./redis-tokens";
 
 // The spec's messages, word for word. 429 bodies are flat on every surface, with no
-// Retry-After or X-RateLimit-* headers (spec: Errors, Limits).
+// Retry-After or X-RateLimit-* headers (spec: Errors, Limits); the token cap, which the
+// spec does not have, adds Retry-After (README: Tokens per minute).
 export const RATE_LIMIT_MESSAGES = {
   key: "API key rate limit exceeded",
   global: "global rate limit exceeded",

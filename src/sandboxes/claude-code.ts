@@ -13,10 +13,13 @@ export function claudeCodeBinary(env: Record<string, string | undefined> = proce
   return candidates.find((p): p is string => !!p && executable(p));
 }
 
+const CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code";
+
 function fromPackage(): string | undefined {
   try {
-    // The package links its platform binary to bin/claude.exe when it is installed.
-    return createRequire(import.meta.url).resolve("@anthropic-ai/claude-code/bin/claude.exe");
+    // The package links its platform binary to bin/claude.exe when it is installed. The
+    // name is built at run time so that `bun build --compile` does not embed the binary.
+    return createRequire(import.meta.url).resolve([CLAUDE_CODE_PACKAGE, "bin", "claude.exe"].join("/"));
   } catch {
     return undefined;
   }
