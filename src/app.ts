@@ -14,6 +14,7 @@ import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
+import { budgetsModule } from "./budgets";
 import { limitsModule } from "./limits";
 import { meteringModule } from "./metering";
 import { observabilityFor } from "./observability/wiring";
@@ -38,6 +39,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: consoleRoutes },
   meteringModule,
   usageModule,
+  budgetsModule,
   limitsModule,
   gatewayModule,
   eventsModule,

@@ -7,6 +7,7 @@ import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
 import { runCaptured } from "./exec";
 import { listDir, readFile, removePath, type RunScript, writeFile } from "./files";
+import { CLAUDE_CODE_MISSING } from "../../src/sandboxes/claude-code";
 import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { pauseBySignals, resumeBySignals } from "./pause";
 import { procStat, signal } from "./procfs";
@@ -127,6 +128,10 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     if (tool) return `template ${template.id} is unavailable: ${tool}`;
     const cg = this.cgroupSetup().problem;
     if (cg) return `template ${template.id} is unavailable: ${cg}`;
+    for (const [name, path] of Object.entries(template.programs ?? {})) {
+      if (!path) return `template ${template.id} is unavailable: ${name === "claude" ? CLAUDE_CODE_MISSING : `'${name}' was not found on the host`}`;
+      if (!existsSync(path)) return `template ${template.id} is unavailable: '${path}' (program ${name}) does not exist on the host`;
+    }
     for (const program of template.requires ?? []) {
       if (!Bun.which(program, { PATH: SANDBOX_PATH })) {
         return `template ${template.id} is unavailable: '${program}' is not installed on the host (Debian package '${program}')`;

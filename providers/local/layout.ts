@@ -5,7 +5,9 @@ import type { LocalTemplate } from "./template";
 /** User the sandboxed code runs as, inside the sandbox's user namespace. */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_HOME = "/home/user";
-export const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/** Where a template's `programs` are mounted (read-only), last on the PATH. */
+export const PROGRAMS_DIR = "/opt/gateway/bin";
+export const SANDBOX_PATH = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${PROGRAMS_DIR}`;
 
 /**
  * Host files under /etc that programs commonly need (dynamic linker, certificates, time
@@ -59,5 +61,6 @@ export function rootfsArgs(template: LocalTemplate): string[] {
     else args.push("--ro-bind", top, top);
   }
   for (const f of ETC_FILES) args.push("--ro-bind-try", `/etc/${f}`, `/etc/${f}`);
+  for (const [name, path] of Object.entries(template.programs ?? {})) if (path) args.push("--ro-bind", path, `${PROGRAMS_DIR}/${name}`);
   return args;
 }

@@ -1,3 +1,4 @@
+import { checkBudgets } from "../budgets";
 import { checkKey } from "../http/auth";
 import type { Surface } from "../http/surfaces";
 import { newId } from "../ids";
@@ -34,6 +35,7 @@ export async function callGateway(
 ): Promise<{ ok: boolean; status: number; text: string }> {
   const surface = SURFACES[protocol];
   const auth = checkKey(key, surface);
+  checkBudgets(s, auth, surface);
   // The data path reads only the abort signal and the (here empty) client headers of a request.
   const request = new Request(`http://in-process${surface.prefix}`, { method: "POST", signal });
   const res = await gatewayFor(s).forwardJson(protocol, { request, auth, requestId: newId("req_"), startedAt: performance.now() }, body);

@@ -65,7 +65,7 @@ function queryKey(url: string): string | undefined {
 
 const authError = (status: number, message: string) => new ApiError(status, message, { auth: true });
 
-/** Checks a key against the cache; throws the spec's 401/402/403 errors. */
+/** Checks a key against the cache; throws the spec's 401/403 errors. */
 export function checkKey(record: KeyRecord | null, surface: Surface, now = Date.now()): AuthContext {
   if (!record) throw authError(401, AUTH_MESSAGES.invalid);
   if (!record.enabled) throw authError(401, AUTH_MESSAGES.revoked);
@@ -73,9 +73,7 @@ export function checkKey(record: KeyRecord | null, surface: Surface, now = Date.
   if (surface.scope && record.scopes.length > 0 && !record.scopes.includes(surface.scope)) {
     throw new ApiError(403, AUTH_MESSAGES.scope, { code: "insufficient_scope" });
   }
-  if (surface.spendLimitStatus && record.spendingLimit !== null && record.spent >= record.spendingLimit) {
-    throw new ApiError(surface.spendLimitStatus, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
-  }
+  // Spending limits (the key's and its organization's) are checked next, by src/budgets.
   return { key: record, organizationId: record.organizationId };
 }
 

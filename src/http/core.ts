@@ -193,6 +193,7 @@ export function corePlugin(deps: CoreDeps) {
       c.set.headers["content-type"] = "application/json";
       const requestId = (c as { requestId?: string }).requestId;
       if (requestId) c.set.headers["x-request-id"] = requestId;
+      if (err.options.headers) Object.assign(c.set.headers, err.options.headers);
       if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId, c.request);
       if (observe) observe.requestFinished(c.request, surface, (c as { route?: string }).route, err.status, (c as { auth?: AuthContext }).auth?.organizationId);
       return errorBody(surface.family, err);

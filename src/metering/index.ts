@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { catalogFor } from "../catalog";
 import type { RouteModule } from "../http/route-module";
+import { clockOf } from "../clock";
 import type { Services } from "../services";
 import { requestLogSettings } from "../usage/settings";
 import { BatchingUsageMeter } from "./meter";
@@ -18,7 +19,7 @@ const meters = new WeakMap<Services, BatchingUsageMeter>();
 export function usageMeterFor(s: Services): BatchingUsageMeter {
   let m = meters.get(s);
   if (!m) {
-    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs: s.config.metering.flushMs, bodyChars: requestLogSettings(s.config.requestLog).bodyChars });
+    m = new BatchingUsageMeter(s.db, catalogFor(s), s.log, { flushMs: s.config.metering.flushMs, bodyChars: requestLogSettings(s.config.requestLog).bodyChars, now: () => clockOf(s).now().getTime() });
     meters.set(s, m);
     const meter = m;
     s.onShutdown.push(() => meter.close());

@@ -103,7 +103,8 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       },
       {
         params: idParams,
-        detail: { tags, security, summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 409 when already stopped." },
+        response: { 404: ErrorSchema },
+        detail: { tags, security, summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 404 when already stopped (the E2B SDK's `kill()` then returns false)." },
       },
     )
     .post(

@@ -10,33 +10,7 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { type SandboxRow, sandboxes } from "./schema";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
-/** The spec's fixed `clientID`: the same constant for every sandbox. */
-export const CLIENT_ID = "6532622b";
-
-export const STATUSES = ["creating", "running", "paused", "stopped", "error"] as const;
-export type SandboxStatus = (typeof STATUSES)[number];
-
-export interface SandboxJson {
-  sandboxID: string;
-  templateID: string;
-  clientID: string;
-  metadata: Record<string, string>;
-  startedAt: string;
-  endAt: string;
-  status: string;
-}
-
-export function sandboxJson(row: SandboxRow): SandboxJson {
-  return {
-    sandboxID: row.id,
-    templateID: row.templateId,
-    clientID: CLIENT_ID,
-    metadata: row.metadata,
-    startedAt: row.startedAt.toISOString(),
-    endAt: row.endAt.toISOString(),
-    status: row.status,
-  };
-}
+export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
 
 export interface CreateInput {
   templateID: string;
@@ -229,10 +203,16 @@ export class SandboxService {
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
   }
 
+  /**
+   * Destroying a sandbox that is already stopped (or failed at creation) answers 404, not
+   * 409: there is nothing left to destroy, and the E2B SDK's `kill()` reads only 404 as
+   * "already gone" (returns false) while any other status throws, which would make a
+   * repeated or racing kill an error for every SDK user. GET keeps showing the record.
+   */
   async kill(organizationId: string, id: string): Promise<void> {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
-      this.notLive(row);
+      if (row.status === "stopped" || row.status === "error") throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
       await this.stop(row, "deleted");
     });
   }

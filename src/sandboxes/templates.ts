@@ -3,6 +3,7 @@ import type { ConfigFile } from "../config";
 import { ConfigError } from "../settings";
 import { sectionProblem } from "../settings/config-section";
 import type { SandboxResources, SandboxTemplate, SharedTemplate } from "./backend";
+import { claudeCodeBinary } from "./claude-code";
 
 /**
  * Resources of a template that sets none, sized for a 2-core, 24 GB host running a
@@ -48,7 +49,7 @@ export function resolveResources(t: SandboxTemplate, o: ResourceOverrides): Sand
 const MIN = { memoryMB: 64, cpuCount: 0.1, diskSizeMB: 1, pids: 16 };
 
 /**
- * Templates are configuration: `base` and `code_interpreter` ship by default on the
+ * Templates are configuration: `base`, `code_interpreter` and `claude` ship by default on the
  * local backend; CONFIG_FILE `sandboxes.templates` adds templates or overrides these
  * (set one to null to remove it). A template names the backend instance that runs it;
  * `mounts` and `requires` are template fields of the local backend (providers/local/template.ts).
@@ -64,6 +65,12 @@ export const DEFAULT_TEMPLATES: Record<string, Omit<SharedTemplate, "id"> & Reco
     description: "base plus a python3 interpreter (from the host's /usr)",
     mounts: ["/usr"],
     requires: ["python3"],
+  },
+  claude: {
+    backend: "local",
+    description: "base plus the Claude Code CLI (`claude`, from the @anthropic-ai/claude-code package or CLAUDE_CODE_BIN)",
+    mounts: ["/usr"],
+    programs: { claude: claudeCodeBinary() ?? null },
   },
 };
 

@@ -85,6 +85,8 @@ export const SETTINGS = {
   },
   sandboxes: {
     reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 1000, { min: 10 }),
+    /** A `claude` executable for the `claude` template (read where the default templates are made: sandboxes/claude-code.ts). */
+    claudeCodeBin: optionalPath("CLAUDE_CODE_BIN"),
   },
   agents: {
     leaseMs: integer("AGENT_LEASE_MS", 30_000, { min: 200 }),

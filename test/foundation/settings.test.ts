@@ -92,7 +92,7 @@ test("every checked variable refuses a value it cannot use, naming itself and wh
   // Free-form ones: a host name, a token, a key prefix, a path.
   expect(vars.filter((v) => free.has(v.accepts)).map((v) => v.name).sort()).toEqual(
     [
-      ...["ADMIN_TOKEN", "ANTHROPIC_API_KEY", "CONFIG_FILE", "E2B_API_KEY", "E2B_DOMAIN", "GEMINI_API_KEY", "HOST", "MEDIA_DIR", "OPENAI_API_KEY", "PLUGINS_DIR", "REDIS_KEY_PREFIX"],
+      ...["ADMIN_TOKEN", "ANTHROPIC_API_KEY", "CLAUDE_CODE_BIN", "CONFIG_FILE", "E2B_API_KEY", "E2B_DOMAIN", "GEMINI_API_KEY", "HOST", "MEDIA_DIR", "OPENAI_API_KEY", "PLUGINS_DIR", "REDIS_KEY_PREFIX"],
       ...["METRICS_HOST", "METRICS_TOKEN", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_SERVICE_NAME", "OTEL_TRACES_EXPORTER"],
       ...["MISTRAL", "DEEPSEEK", "XAI", "GROQ", "CEREBRAS", "PERPLEXITY", "TOGETHER", "FIREWORKS", "OPENROUTER"].map((vendor) => `${vendor}_API_KEY`),
       ...["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "VERTEX_ACCESS_TOKEN"],
