@@ -22,6 +22,9 @@ const STREAM =
   "data: [DONE]\n\n";
 
 const STREAM_EVENTS = STREAM.split(/(?<=\n\n)/);
+/** A fixed embeddings answer (OpenAI shape, with usage). */
+const EMBEDDING = JSON.stringify({ object: "list", data: [{ object: "embedding", index: 0, embedding: [0.011, -0.024, 0.037, 0.008] }], model: "text-embedding-3-small", usage: { prompt_tokens: 2, total_tokens: 2 } });
+
 /** The pause between the events of a live stream. */
 const GAP_MS = 1;
 
@@ -31,6 +34,7 @@ if (process.env.MODE === "upstream") {
     hostname: "127.0.0.1",
     async fetch(req) {
       const body = await req.text();
+      if (req.url.endsWith("/embeddings")) return new Response(EMBEDDING, { headers: { "content-type": "application/json" } });
       if (/"stream"\s*:\s*true/.test(body)) {
         // "(chunked)" in the prompt: one event per chunk, each written and flushed at once;
         // "(live)": the same with a pause of GAP_MS between events, as a model's tokens

@@ -10,22 +10,26 @@
 // stream, one event per chunk written at once; and live, the events 1 ms apart, so that
 // each reaches the gateway on its own and goes through its per-chunk pipe.
 // `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs.
+// BENCH_METRICS=1 adds the service with metrics on (METRICS_TOKEN, scraped every second
+// as Prometheus would) as one more target, interleaved with the service as it ships (off):
+// the A/B of the metrics' cost in one command.
 
-type Mode = "json" | "stream" | "chunked" | "live";
-const MODES: Mode[] = ["json", "stream", "chunked", "live"];
+type Mode = "json" | "stream" | "chunked" | "live" | "embeddings";
+const MODES: Mode[] = ["json", "stream", "chunked", "live", "embeddings"];
 const TITLES: Record<Mode, string> = {
   json: "Non-streaming",
   stream: "Streaming (SSE), upstream sends the complete stream (Content-Length)",
   chunked: "Streaming (SSE), upstream sends a chunked stream (one event per chunk, written at once)",
   live: "Streaming (SSE), live upstream (one event per chunk, 1 ms apart)",
+  embeddings: "Embeddings (POST /v1/embeddings, one input)",
 };
 /** What the prompt tells the upstream (bench/gateway-children.ts) about how to send its stream. */
-const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)" };
+const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)", embeddings: "Say hello" };
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { procStat } from "../src/sandboxes/local/procfs";
+import { procStat } from "../providers/local/procfs";
 import { fmt, percentile, startChild } from "./lib";
 
 /** Seconds per throughput round; BENCH_TP_ROUNDS interleaved rounds per target. */
@@ -48,7 +52,12 @@ interface Target {
 }
 
 // The upstream (bench/gateway-children.ts) chunks its stream when the prompt says so.
-const body = (mode: Mode) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: PROMPTS[mode] }], ...(mode === "json" ? {} : { stream: true }) });
+const body = (mode: Mode) =>
+  mode === "embeddings"
+    ? JSON.stringify({ model: "text-embedding-3-small", input: PROMPTS[mode] })
+    : JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: PROMPTS[mode] }], ...(mode === "json" ? {} : { stream: true }) });
+/** Targets are listed by their chat completions URL; embeddings are beside it. */
+const urlOf = (t: Target, mode: Mode) => (mode === "embeddings" ? t.url.replace(/\/chat\/completions$/, "/embeddings") : t.url);
 
 async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -83,12 +92,12 @@ function collect(proc: Subprocess<"ignore", "pipe", "pipe">): () => string {
 }
 
 /** The service as a real process with the defaults a self-hoster gets (embedded database, first key bootstrapped). */
-async function startService(upstream: string, from = root) {
+async function startService(upstream: string, from = root, extra: Record<string, string> = {}) {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
   const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
     cwd: from,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1` },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1`, ...extra },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -138,10 +147,11 @@ async function startPortkey(runtime: "node" | "bun") {
 }
 
 async function checkTarget(t: Target, mode: Mode) {
-  const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(mode) });
+  const res = await fetch(urlOf(t, mode), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(mode) });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`${t.name}: ${res.status} ${text.slice(0, 300)}`);
-  if (mode !== "json" ? !text.includes("data: [DONE]") : !text.includes('"chat.completion"')) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
+  const expected = mode === "embeddings" ? '"embedding"' : mode === "json" ? '"chat.completion"' : "data: [DONE]";
+  if (!text.includes(expected)) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
 }
 
 /**
@@ -154,7 +164,7 @@ async function sequential(targets: Target[], mode: Mode): Promise<Map<string, nu
   const payload = body(mode);
   const one = async (t: Target) => {
     const start = performance.now();
-    const res = await fetch(t.url, { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: payload });
+    const res = await fetch(urlOf(t, mode), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: payload });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`${t.name}: ${res.status}`);
     return performance.now() - start;
@@ -194,7 +204,7 @@ function wrkPost(t: Target, mode: Mode, seconds: number, dir: string): Throughpu
   writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body(mode))}\nwrk.headers["Content-Type"] = "application/json"\n`);
   const args = ["wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${Math.max(1, Math.round(seconds))}s`, "-s", script];
   for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
-  args.push(t.url);
+  args.push(urlOf(t, mode));
   const ticksBefore = cpuTicks(t.pid);
   const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
   const ticks = cpuTicks(t.pid) - ticksBefore;
@@ -220,6 +230,8 @@ export async function run() {
   // node_modules), measured as one more target, interleaved with this one.
   const compareRoot = process.env.BENCH_COMPARE_ROOT;
   const baseline = compareRoot ? await startService(upstream.url, compareRoot) : undefined;
+  const withMetrics = process.env.BENCH_METRICS === "1" ? await startService(upstream.url, root, { METRICS_TOKEN: METRICS_TOKEN }) : undefined;
+  const scraper = withMetrics ? scrapeEverySecond(withMetrics.url) : undefined;
   const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
   // BENCH_PEERS=0 leaves the peer gateways out (a shorter run, e.g. for an A/B).
   for (const runtime of process.env.BENCH_PEERS === "0" ? [] : (["node", "bun"] as const)) {
@@ -239,6 +251,7 @@ export async function run() {
       { name: "minimal Bun proxy, MIMALLOC_PURGE_DELAY=-1", url: proxyKept.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxyKept.proc.pid },
       { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` }, pid: service.pid },
       ...(baseline ? [{ name: `this service, baseline (${compareRoot})`, url: baseline.url + path, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid }] : []),
+      ...(withMetrics ? [{ name: METRICS_TARGET, url: withMetrics.url + path, headers: { authorization: `Bearer ${withMetrics.key}` }, pid: withMetrics.pid }] : []),
     ];
     const notes: string[] = [];
     for (const p of portkeys) {
@@ -276,8 +289,8 @@ export async function run() {
       const live = targets.filter((t) => !t.failed?.[mode]);
       latency[mode] = await sequential(live, mode);
       for (const t of live) wrkPost(t, mode, 2, dir); // warm-up
-      // Interleaved rounds, the median kept: this shared machine drifts by 10-30% within a
-      // minute, and a target measured in one block could land in a slow or a fast patch.
+      // Interleaved rounds, the median kept: a shared machine drifts within a minute, and a
+      // target measured in one block could land in a slow or a fast patch.
       const rounds = new Map<string, Throughput[]>(live.map((t) => [t.name, []]));
       for (let r = 0; r < TP_ROUNDS; r++) for (const t of live) rounds.get(t.name)!.push(wrkPost(t, mode, SECONDS, dir));
       throughput[mode] = rounds;
@@ -318,6 +331,12 @@ export async function run() {
         );
       }
       console.log("");
+      if (withMetrics) {
+        const on = tp.get(METRICS_TARGET)!;
+        const off = tp.get("this service")!;
+        const share = median(on.map((x, i) => x.rps / off[i].rps));
+        console.log(`Metrics on vs off: ${fmt(100 * share)}% of the throughput (median of rounds), p50 ${fmt(percentile(lat.get(METRICS_TARGET)!, 50) - percentile(lat.get("this service")!, 50), 3)} ms added.\n`);
+      }
     }
     for (const n of notes) console.log(`- ${n}`);
   } finally {
@@ -325,10 +344,25 @@ export async function run() {
     for (const p of portkeys) await p.gw?.stop();
     await service.stop();
     await baseline?.stop();
+    scraper?.stop();
+    await withMetrics?.stop();
     await proxy.stop();
     await proxyKept.stop();
     await upstream.stop();
   }
+}
+
+const METRICS_TOKEN = "bench-metrics-token";
+const METRICS_TARGET = "this service, metrics on (METRICS_TOKEN)";
+
+/** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
+function scrapeEverySecond(url: string): { stop(): void } {
+  const timer = setInterval(() => {
+    fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+      .then((r) => r.arrayBuffer())
+      .catch(() => {});
+  }, 1000);
+  return { stop: () => clearInterval(timer) };
 }
 
 function nodeVersion(): string {

@@ -9,7 +9,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildCatalog } from "../src/catalog";
+import { builtinPlugins } from "../providers";
+import { buildCatalog, vendorSources } from "../src/catalog";
 import { embeddedClient, openDatabase } from "../src/db/client";
 import { BinaryCopyWriter } from "../src/db/copy-binary";
 import { newId } from "../src/ids";
@@ -58,7 +59,7 @@ export async function run() {
   const dir = mkdtempSync(join(tmpdir(), "gw-bench-metering-"));
   const database = await openDatabase({ dataDir: dir });
   const client = embeddedClient(database.db)!;
-  const meter = new BatchingUsageMeter(database.db, buildCatalog(), createLogger("warn"), { flushMs: 3_600_000, maxBatch: BATCH });
+  const meter = new BatchingUsageMeter(database.db, buildCatalog({}, vendorSources(builtinPlugins)), createLogger("warn"), { flushMs: 3_600_000, maxBatch: BATCH });
   try {
     await client.exec(`
       create table bench_one_int (n integer);

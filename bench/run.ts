@@ -12,6 +12,7 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   agents: () => import("./agents"),
   generation: () => import("./generation"),
   revocation: () => import("./revocation"),
+  observability: () => import("./observability"),
 };
 
 const wanted = process.argv.slice(2);

@@ -2,13 +2,15 @@
 // service on 127.0.0.1: create-to-first-command-result, exec round trip (`echo hi`),
 // pause and resume, and what N idle sandboxes cost in memory. Baselines measured in the
 // same run: spawning `echo hi` directly on the host, and a one-shot `bwrap ... echo hi`
-// (what a design that starts a new bwrap per command would pay per command).
+// (what a design that starts a new bwrap per command would pay per command). The E2B
+// SDK's create + first command goes through the E2B surface against the spec's API.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config";
 import { startServer } from "../src/server";
-import { pidsInNamespace, procStat } from "../src/sandboxes/local/procfs";
+import { pidsInNamespace, procStat } from "../providers/local/procfs";
+import { Sandbox } from "e2b";
 import { fmt, percentile, benchDatabase } from "./lib";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
@@ -65,7 +67,7 @@ async function benchService(databaseUrl: string | undefined, env: Record<string,
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
-  return { server, call, close };
+  return { server, call, close, key };
 }
 
 /** create + first `echo hi` result, n times after a warm-up; the sandboxes are deleted. */
@@ -86,10 +88,26 @@ async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchServic
   return out;
 }
 
+/** The same through the E2B surface with the official SDK: `Sandbox.create` + `commands.run('echo hi')`. */
+async function sdkCreateAndFirstCommand(url: string, apiKey: string, n: number): Promise<number[]> {
+  const opts = { apiKey, apiUrl: `${url}/e2b`, sandboxUrl: `${url}/e2b/sandbox` };
+  const once = async (ids: string[]) => {
+    const sbx = await Sandbox.create("base", opts);
+    if ((await sbx.commands.run("echo hi")).stdout !== "hi\n") throw new Error("wrong output");
+    ids.push(sbx.sandboxId);
+  };
+  const warm: string[] = [];
+  for (let i = 0; i < 3; i++) await once(warm);
+  const ids: string[] = [];
+  const out = await time(n, () => once(ids));
+  for (const id of [...warm, ...ids]) await Sandbox.kill(id, opts);
+  return out;
+}
+
 export async function run() {
   if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
   const db = await benchDatabase("sbx");
-  const { server, call, close } = await benchService(db.url);
+  const { server, call, close, key } = await benchService(db.url);
   const s = server.services;
   const created: string[] = [];
   try {
@@ -111,6 +129,7 @@ export async function run() {
       await plain.close();
     }
     const createFirst = await createAndFirstCommand(call, 30);
+    const createFirstSdk = await sdkCreateAndFirstCommand(server.url, key, 30);
     created.push((await call("POST", "/sandboxes", { templateID: "base" })).sandboxID);
     const id = created[0];
     const exec = await time(200, async () => {
@@ -164,6 +183,7 @@ export async function run() {
     console.log(`| baseline: one-shot \`bwrap --unshare-all ... echo hi\` | ${p(oneShot, 50)} | ${p(oneShot, 99)} | ${fmt(percentile(oneShot, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
     console.log(`| create + first command result (\`echo hi\`), API, without cgroups | ${p(createFirstPlain, 50)} | ${p(createFirstPlain, 99)} | ${fmt(percentile(createFirstPlain, 50) / percentile(oneShot, 50), 2)}x one-shot bwrap |`);
     console.log(`| create + first command result (\`echo hi\`), API, cgroup per sandbox | ${p(createFirst, 50)} | ${p(createFirst, 99)} | ${fmt(percentile(createFirst, 50) / percentile(createFirstPlain, 50), 2)}x without cgroups |`);
+    console.log(`| create + first command result, E2B SDK (\`Sandbox.create\` + \`commands.run('echo hi')\`), cgroup per sandbox | ${p(createFirstSdk, 50)} | ${p(createFirstSdk, 99)} | ${fmt(percentile(createFirstSdk, 50) / percentile(createFirst, 50), 2)}x spec API |`);
     console.log(`| exec round trip (\`echo hi\`), API | ${p(exec, 50)} | ${p(exec, 99)} | ${fmt(percentile(exec, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
     console.log(`| pause, API | ${p(pause, 50)} | ${p(pause, 99)} | |`);
     console.log(`| resume (connect), API | ${p(resume, 50)} | ${p(resume, 99)} | |`);

@@ -1,17 +1,21 @@
-import { Type } from "@sinclair/typebox";
-import { clientHeader, httpProvider, type UpstreamRequest } from "../src/gateway/provider";
-import { definePlugin } from "../src/registry/plugin";
+import { clientHeader, definePlugin, httpProvider, Type, type UpstreamRequest } from "../src/plugin-api";
 
 /**
  * Anthropic's messages protocol. The spec's neutral `msgvendor-version` / `msgvendor-beta`
  * are `anthropic-version` / `anthropic-beta` on the wire; both spellings are read from
  * the client, the real names are sent upstream.
+ *
+ * Anthropic also serves the chat completions protocol itself (its OpenAI SDK
+ * compatibility endpoint, `/v1/chat/completions`): Claude models on the chat surface go
+ * there unchanged, no translation by the gateway. What that endpoint does not implement
+ * is refused up front with the reason (see `chatGaps`).
  */
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-api-key`" }),
   baseURL: Type.Optional(Type.String({ default: "https://api.anthropic.com", description: "Base URL without /v1, like ANTHROPIC_BASE_URL" })),
   vendor: Type.Optional(Type.String()),
   models: Type.Optional(Type.Array(Type.String())),
+  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("messages"), Type.Literal("chat"), Type.Literal("count_tokens")]), { description: "Protocols to use this upstream for (default all)" })),
   version: Type.Optional(Type.String({ default: "2023-06-01", description: "anthropic-version sent when the client sends none" })),
   betas: Type.Optional(Type.Array(Type.String(), { description: "Beta identifiers this upstream supports; omit to forward every beta" })),
   unsupportedBetas: Type.Optional(
@@ -26,7 +30,9 @@ export default definePlugin({
   kind: "model",
   name: "anthropic",
   description: "Anthropic (messages protocol)",
-  serves: ["messages"],
+  serves: ["messages", "chat", "count_tokens"],
+  catalog: { modelsDev: "anthropic", prices: "anthropic" },
+  enabledBy: "ANTHROPIC_API_KEY",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.ANTHROPIC_API_KEY) return undefined;
@@ -42,17 +48,19 @@ export default definePlugin({
         .split(",")
         .map((b) => b.trim())
         .filter(Boolean);
-    return httpProvider({
+    const provider = httpProvider({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,
       baseURL: config.baseURL ?? "https://api.anthropic.com",
-      path: () => "/v1/messages",
+      path: (req) => (req.protocol === "chat" ? "/v1/chat/completions" : req.protocol === "count_tokens" ? "/v1/messages/count_tokens" : "/v1/messages"),
       incompatible(req) {
+        if (req.protocol === "chat") return chatGaps(req.json);
         if (!supported || config.unsupportedBetas !== "skip") return undefined;
         const bad = betasOf(req).filter((b) => !supported.has(b));
         return bad.length ? `${ctx.instanceName} does not support beta ${bad.join(", ")}` : undefined;
       },
       headers(req) {
+        if (req.protocol === "chat") return { "content-type": "application/json", authorization: `Bearer ${config.apiKey}` };
         const h: Record<string, string> = {
           "content-type": "application/json",
           "x-api-key": config.apiKey,
@@ -63,5 +71,19 @@ export default definePlugin({
         return h;
       },
     });
+    return { ...provider, serves: config.serves ?? ["messages", "chat", "count_tokens"] };
   },
 });
+
+/**
+ * Chat completions features Anthropic's compatibility endpoint does not implement
+ * (it documents them as unsupported): refused here with the reason, since sending them
+ * would answer something other than what the client asked for.
+ */
+export function chatGaps(body: Record<string, unknown> | undefined): string | undefined {
+  if (!body) return undefined;
+  if (typeof body.n === "number" && body.n > 1) return "Anthropic's OpenAI-compatible endpoint returns one choice only (n must be 1); use the messages API for several samples";
+  if (Array.isArray(body.modalities) && body.modalities.includes("audio")) return "Anthropic's OpenAI-compatible endpoint has no audio output; drop `modalities: [\"audio\"]`";
+  if (body.audio !== undefined) return "Anthropic's OpenAI-compatible endpoint has no audio output; drop `audio`";
+  return undefined;
+}

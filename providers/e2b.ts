@@ -1,7 +1,19 @@
 import type { Sandbox } from "@e2b/code-interpreter";
-import { Type } from "@sinclair/typebox";
-import { definePlugin } from "../src/registry/plugin";
-import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type Liveness, type SandboxBackend, type SandboxTemplate } from "../src/sandboxes/backend";
+import {
+  BackendError,
+  type BackendState,
+  CANCELLED_MARKER,
+  type CreateSpec,
+  type DirEntry,
+  type ExecResult,
+  type ExecSpec,
+  definePlugin,
+  type FullSandboxBackend,
+  type Liveness,
+  type SandboxTemplate,
+  type TemplateFieldsOf,
+  Type,
+} from "../src/plugin-api";
 
 /**
  * Sandboxes on E2B through the official SDK. A template with `"backend": "e2b"` runs
@@ -21,6 +33,13 @@ const configSchema = Type.Object({
   outputBytes: Type.Optional(Type.Integer({ minimum: 1024 })),
 });
 
+/** Template fields of this backend (CONFIG_FILE `sandboxes.templates.<id>`). */
+const templateFields = {
+  /** The E2B template a template runs, when its name differs from the template id. */
+  remoteTemplate: Type.Optional(Type.String()),
+};
+type E2BTemplateFields = TemplateFieldsOf<typeof templateFields>;
+
 type E2BConfig = { apiKey: string; domain?: string; apiUrl?: string; sandboxUrl?: string; requestTimeoutMs?: number; outputBytes?: number };
 
 interface E2BState extends BackendState {
@@ -33,7 +52,7 @@ const sdk = () => (sdkModule ??= import("@e2b/code-interpreter"));
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-export class E2BBackend implements SandboxBackend {
+export class E2BBackend implements FullSandboxBackend<E2BTemplateFields> {
   /** Connected SDK handles; after a restart, the first call reconnects by id. */
   private readonly handles = new Map<string, Sandbox>();
   private readonly outputBytes: number;
@@ -47,11 +66,11 @@ export class E2BBackend implements SandboxBackend {
     return { apiKey, domain, apiUrl, sandboxUrl, requestTimeoutMs };
   }
 
-  templateProblem(_template: SandboxTemplate): string | undefined {
+  templateProblem(_template: SandboxTemplate<E2BTemplateFields>): string | undefined {
     return undefined;
   }
 
-  async create(spec: CreateSpec): Promise<BackendState> {
+  async create(spec: CreateSpec<E2BTemplateFields>): Promise<BackendState> {
     const { Sandbox } = await sdk();
     const sbx = await Sandbox.create(spec.template.remoteTemplate ?? spec.template.id, {
       ...this.opts,
@@ -191,6 +210,7 @@ export default definePlugin({
   name: "e2b",
   description: "Sandboxes on E2B (or a self-hosted E2B) through @e2b/code-interpreter",
   serves: ["processes", "filesystem", "pause"],
+  templateFields,
   configSchema,
   fromEnv: (env) =>
     env.E2B_API_KEY

@@ -1,23 +1,43 @@
-import { Type } from "@sinclair/typebox";
-import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, httpProvider } from "../src/gateway/provider";
-import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
-import { downloadMedia, type MediaSource, upstreamError } from "../src/generation/upstream";
-import { definePlugin } from "../src/registry/plugin";
+import {
+  definePlugin,
+  downloadMedia,
+  type EgressPolicy,
+  egressPolicyFromEnv,
+  GenerationError,
+  type GenerationCapability,
+  type GenerationRequest,
+  type GenerationStep,
+  httpProvider,
+  type MediaSource,
+  Type,
+  upstreamError,
+} from "../src/plugin-api";
 
-/** Google Gemini API: generateContent / streamGenerateContent and Interactions. */
+/**
+ * Google Gemini API: generateContent / streamGenerateContent and Interactions, and the
+ * chat completions protocol Gemini serves itself under `/v1beta/openai/` (its OpenAI
+ * compatibility layer): Gemini models on the chat surface go there unchanged.
+ */
+/** Native protocols, then the OpenAI-compatible ones (chat, embeddings) under /v1beta/openai/. */
+const SERVES = ["generateContent", "interactions", "embedContent", "batchEmbedContents", "countTokens", "chat", "embeddings"] as const;
+
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-goog-api-key`" }),
   baseURL: Type.Optional(Type.String({ default: "https://generativelanguage.googleapis.com", description: "Base URL without the version segment" })),
   apiVersion: Type.Optional(Type.String({ default: "v1beta" })),
   vendor: Type.Optional(Type.String()),
   models: Type.Optional(Type.Array(Type.String())),
+  serves: Type.Optional(Type.Array(Type.Union(SERVES.map((p) => Type.Literal(p))), { description: "Protocols to use this upstream for (default all)" })),
 });
 
 export default definePlugin({
   kind: "model",
   name: "gemini",
   description: "Google Gemini API (generateContent, Interactions; Imagen and Veo generation)",
-  serves: ["generateContent", "interactions"],
+  serves: [...SERVES],
+  // The vendor's dataset entries also list Claude, resold on Vertex: those ids are not this API's.
+  catalog: { modelsDev: "google", prices: "google", foreign: /^claude-/ },
+  enabledBy: "GEMINI_API_KEY",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.GEMINI_API_KEY) return undefined;
@@ -26,18 +46,24 @@ export default definePlugin({
   create(config, ctx) {
     const v = `/${config.apiVersion ?? "v1beta"}`;
     const base = (config.baseURL ?? "https://generativelanguage.googleapis.com").replace(/\/+$/, "");
+    const nativeHeaders = { "content-type": "application/json", "x-goog-api-key": config.apiKey };
+    const chatHeaders = { "content-type": "application/json", authorization: `Bearer ${config.apiKey}` };
     const provider = httpProvider({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,
       baseURL: config.baseURL ?? "https://generativelanguage.googleapis.com",
       path(req) {
+        if (req.protocol === "chat") return "/v1beta/openai/chat/completions";
+        if (req.protocol === "embeddings") return "/v1beta/openai/embeddings";
+        // embedContent, batchEmbedContents, countTokens: the method is the protocol's name.
+        if (req.protocol !== "generateContent" && req.protocol !== "interactions") return `${v}/models/${encodeURIComponent(req.model)}:${req.protocol}`;
         if (req.protocol === "interactions") return req.interactionId ? `${v}/interactions/${encodeURIComponent(req.interactionId)}` : `${v}/interactions`;
         const model = encodeURIComponent(req.model);
         return req.stream ? `${v}/models/${model}:streamGenerateContent?alt=sse` : `${v}/models/${model}:generateContent`;
       },
-      headers: () => ({ "content-type": "application/json", "x-goog-api-key": config.apiKey }),
+      headers: (req) => (req.protocol === "chat" || req.protocol === "embeddings" ? chatHeaders : nativeHeaders),
     });
-    return { ...provider, generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
+    return { ...provider, serves: config.serves ?? SERVES, generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
   },
 });
 

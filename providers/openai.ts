@@ -1,8 +1,22 @@
-import { Type } from "@sinclair/typebox";
-import { GenerationError, type GenerationCapability, type GenerationRequest, type GenerationStep, type GenerationType, httpProvider, type ModelProvider } from "../src/gateway/provider";
-import { type EgressPolicy, egressPolicyFromEnv } from "../src/egress";
-import { downloadMedia, type MediaSource, mediaType, readMedia, sniffImage, upstreamError } from "../src/generation/upstream";
-import { definePlugin } from "../src/registry/plugin";
+import {
+  definePlugin,
+  downloadMedia,
+  type EgressPolicy,
+  egressPolicyFromEnv,
+  GenerationError,
+  type GenerationCapability,
+  type GenerationRequest,
+  type GenerationStep,
+  type GenerationType,
+  httpProvider,
+  type MediaSource,
+  type ModelProvider,
+  mediaType,
+  readMedia,
+  sniffImage,
+  Type,
+  upstreamError,
+} from "../src/plugin-api";
 
 /**
  * OpenAI, and any OpenAI-compatible server (vLLM, Ollama, Groq, Together, OpenRouter, ...):
@@ -14,7 +28,7 @@ const ConfigSchema = Type.Object({
   baseURL: Type.Optional(Type.String({ default: "https://api.openai.com/v1", description: "Base URL including the version segment, like OPENAI_BASE_URL" })),
   vendor: Type.Optional(Type.String({ description: "Catalog vendor whose models route here with no route configured; default: the instance name" })),
   models: Type.Optional(Type.Array(Type.String(), { description: "Extra model ids served under their own name" })),
-  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("responses")]), { description: "Protocols this server implements (default both)" })),
+  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("responses"), Type.Literal("embeddings")]), { description: "Protocols this server implements (default all three)" })),
   headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Extra headers sent upstream (e.g. OpenAI-Organization)" })),
   generation: Type.Optional(
     Type.Array(Type.Union([Type.Literal("image"), Type.Literal("audio"), Type.Literal("video")]), {
@@ -23,13 +37,15 @@ const ConfigSchema = Type.Object({
   ),
 });
 
-const PATHS = { chat: "/chat/completions", responses: "/responses" } as Record<string, string>;
+const PATHS = { chat: "/chat/completions", responses: "/responses", embeddings: "/embeddings" } as Record<string, string>;
 
 export default definePlugin({
   kind: "model",
   name: "openai",
   description: "OpenAI and OpenAI-compatible servers (chat completions, responses)",
-  serves: ["chat", "responses"],
+  serves: ["chat", "responses", "embeddings"],
+  catalog: { modelsDev: "openai", prices: "openai" },
+  enabledBy: "OPENAI_API_KEY",
   configSchema: ConfigSchema,
   fromEnv(env) {
     if (!env.OPENAI_API_KEY) return undefined;
@@ -38,7 +54,7 @@ export default definePlugin({
   create(config, ctx): ModelProvider {
     const fixed: Record<string, string> = { "content-type": "application/json", ...(config.headers ?? {}) };
     if (config.apiKey) fixed.authorization = `Bearer ${config.apiKey}`;
-    const serves = config.serves ?? ["chat", "responses"];
+    const serves = config.serves ?? ["chat", "responses", "embeddings"];
     const provider = httpProvider({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,

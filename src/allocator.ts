@@ -8,10 +8,10 @@ import { createLogger } from "./log";
  *
  * Bun allocates with mimalloc, which gives freed pages back to the operating system soon
  * after they are freed and again on every forced collection. A busy service frees and
- * reuses the same memory all the time, so those pages are then faulted back in: on the
- * 2-core benchmark machine the page faults, TLB flushes and the allocator's background
- * purging cost 37-95 us of CPU per proxied request, a quarter to over a third of all the
- * service's CPU, and throughput went up by 25-55% with purging off (docs/benchmarks.md).
+ * reuses the same memory all the time, so those pages are then faulted back in: the page
+ * faults, TLB flushes and the allocator's background purging become a large share of the
+ * service's CPU per proxied request, and throughput rises with purging off (figures in
+ * docs/benchmarks.md).
  * The price is that memory freed stays with the process for reuse: its resident size stays
  * at its high-water mark instead of shrinking when idle.
  *
@@ -23,8 +23,8 @@ import { createLogger } from "./log";
 export const PURGE_DELAY = "MIMALLOC_PURGE_DELAY";
 
 /** Whether `serve` should replace itself with purging off. */
-export function wantsRestartForAllocator(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env[PURGE_DELAY] === undefined && env.GATEWAY_ALLOCATOR_TUNING !== "off" && typeof process.execve === "function";
+export function wantsRestartForAllocator(config: Config): boolean {
+  return config.allocator.purgeDelay === undefined && config.allocator.tuning && typeof process.execve === "function";
 }
 
 /**
@@ -32,7 +32,7 @@ export function wantsRestartForAllocator(env: NodeJS.ProcessEnv = process.env): 
  * only when it did not (already set, turned off, or no execve on this platform).
  */
 export async function restartWithAllocatorTuned(config: Config): Promise<void> {
-  if (!wantsRestartForAllocator()) return;
+  if (!wantsRestartForAllocator(config)) return;
   // Creating a new embedded database (initdb) leaves some 700 MB of freed memory behind,
   // which a process that keeps what it frees would hold for good: a new data directory
   // is created here first, by the process about to be replaced.
@@ -46,5 +46,5 @@ export async function restartWithAllocatorTuned(config: Config): Promise<void> {
   // A compiled binary's second argument is its own embedded entry point, not a user argument.
   const compiled = process.argv[1]?.startsWith("/$bunfs/") || process.argv[1]?.startsWith("B:/~BUN/");
   const args = compiled ? process.argv.slice(2) : [...process.execArgv, ...process.argv.slice(1)];
-  process.execve!(process.execPath, [process.execPath, ...args], { ...process.env, [PURGE_DELAY]: "-1" });
+  process.execve!(process.execPath, [process.execPath, ...args], { ...config.env, [PURGE_DELAY]: "-1" });
 }

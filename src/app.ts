@@ -2,41 +2,56 @@ import { Elysia } from "elysia";
 import { bodyParser, corePlugin } from "./http/core";
 import { boundValidationErrors, installFastFirstError } from "./http/validation";
 import type { RouteModule } from "./http/route-module";
-import { eventsModule } from "./events/routes";
+import { eventsModule } from "./events";
 import { gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
-import { corsOriginsFrom, corsPlugin } from "./cors";
+import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
+import { e2bDataModule, e2bModule } from "./e2b";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
+import { budgetsModule } from "./budgets";
 import { limitsModule } from "./limits";
-import { meteringModule } from "./metering/module";
+import { meteringModule } from "./metering";
+import { observabilityFor } from "./observability/wiring";
+import { metricsModule } from "./observability";
 import { openapiRoutes } from "./openapi/routes";
-import { adminRoutes, adminSurface } from "./keys/admin-routes";
+import { keysModule } from "./keys";
+import { usageModule } from "./usage";
+import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
 
 /**
- * Every route module of the service. A new domain adds one line here; its routes
- * declare their family and credentials once, through their surfaces.
+ * Every route module of the service. A new domain adds one line here, importing the
+ * module from the domain's index.ts; its routes declare their family and credentials
+ * once, through their surfaces.
  */
 export const routeModules: RouteModule[] = [
   { surfaces: [], routes: healthRoutes },
   { surfaces: [], routes: homeRoutes },
-  { surfaces: [adminSurface], routes: adminRoutes },
+  keysModule,
+  { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: consoleRoutes },
   meteringModule,
+  usageModule,
+  budgetsModule,
   limitsModule,
   gatewayModule,
   eventsModule,
   sandboxesModule,
+  e2bModule,
+  e2bDataModule,
   agentsModule,
   skillsModule,
   endpointsModule,
   deploymentsModule,
   generationModule,
+  metricsModule,
 ];
 
 export function createApp(s: Services, modules: RouteModule[] = routeModules) {
@@ -50,12 +65,13 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     localAdminToken: s.localAdminToken,
     afterAuth: s.afterAuth,
     dispatch: (request: Request): Promise<Response> => app.handle(request),
+    observe: observabilityFor(s),
   };
   // CORS first: a preflight is answered before authentication (it never carries credentials).
-  let app = new Elysia().use(corsPlugin(corsOriginsFrom(s.config.env))).use(corePlugin(core));
+  let app = new Elysia().use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core));
   for (const m of modules) {
     const routes = m.routes(s);
-    const takesBodies = routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
+    const takesBodies = !m.rawBodies && routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");
     app = app.use(takesBodies ? new Elysia().use(bodyParser(s.config.bodyLimitBytes)).use(routes) : routes) as unknown as typeof app;
   }
   // Validation errors cost about what the validation did, whatever the body (src/http/validation.ts).

@@ -1,29 +1,5 @@
 import { Elysia } from "elysia";
-import { ConfigError } from "./config";
-
-/**
- * Which browser origins may call the API (CORS_ORIGINS): every origin (`*`, the
- * default), a comma-separated list of exact origins, or none (`none` or empty).
- */
-export type CorsOrigins = "*" | Set<string> | null;
-
-export function corsOriginsFrom(env: Record<string, string | undefined>): CorsOrigins {
-  const raw = env.CORS_ORIGINS;
-  if (raw === undefined) return "*";
-  const value = raw.trim();
-  if (value === "" || value.toLowerCase() === "none") return null;
-  if (value === "*") return "*";
-  const origins = new Set<string>();
-  for (const part of value.split(",")) {
-    const origin = part.trim().replace(/\/+$/, "");
-    if (!origin) continue;
-    if (!/^https?:\/\/[^/?#\s]+$/i.test(origin)) {
-      throw new ConfigError(`CORS_ORIGINS must be *, none, or a comma-separated list of origins such as https://app.example.com (got "${part.trim()}")`);
-    }
-    origins.add(origin.toLowerCase());
-  }
-  return origins.size ? origins : null;
-}
+import type { CorsOrigins } from "./settings";
 
 const ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 /** Response headers a page may read besides the safelisted ones: the request id, an Interaction's poll path. */

@@ -1,4 +1,4 @@
-import type { LogLevel } from "./config";
+import type { LogLevel } from "./settings";
 
 /**
  * Structured JSON logs, one object per line on stdout.
@@ -59,7 +59,7 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
   };
 }
 
-interface Sink {
+export interface Sink {
   write(line: string): void;
   flush(): void;
 }

@@ -6,6 +6,7 @@
  * API (see keys/admin-client.ts): an embedded database has exactly one opener.
  */
 import { parseArgs } from "node:util";
+import { isSpendPeriod, SPEND_PERIODS, type SpendPeriod } from "./budgets/period";
 import { surfaceScopes } from "./http/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
 import { ConfigError, loadConfig } from "./config";
@@ -20,19 +21,29 @@ const SCOPES = surfaceScopes(routeModules.flatMap((m) => m.surfaces));
 
 const USAGE = `usage:
   gateway [serve]                         run the service (PORT, DATA_DIR, DATABASE_URL, ...)
-  gateway orgs create <name>              create an organization
+  gateway orgs create <name> [--spending-limit <usd>] [--spending-period <p>]
+                                          create an organization
+  gateway orgs update <id|name> [--spending-limit <usd>|none] [--spending-period <p>]
+                                          change an organization's budget
   gateway orgs list                       list organizations
   gateway keys create --org <id|name> --name <label>
-                      [--spending-limit <usd>] [--rpm <n>] [--expires-at <ISO date>] [--scopes a,b]
+                      [--spending-limit <usd>] [--spending-period <p>] [--rpm <n>] [--tpm <n>]
+                      [--expires-at <ISO date>] [--scopes a,b]
                                           create an API key (printed once);
                                           scopes: ${SCOPES.join(", ")}
+  gateway keys update <key id> [--spending-limit <usd>|none] [--spending-period <p>]
+                      [--rpm <n>|none] [--tpm <n>|none]
+                                          change a key's limits
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
   gateway migrate                         apply database migrations and exit
   gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
 Beside a running service on the same embedded DATA_DIR, orgs/keys commands go through
-that service. Configuration is read from the environment; see README.md.`;
+that service. Configuration is read from the environment; see README.md.
+
+A spending limit is in USD per period; <p> is daily, weekly, monthly (reset at 00:00 UTC;
+weeks start on Monday) or none (never reset, the default).`;
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", sub, ...rest] = argv;
@@ -87,9 +98,20 @@ async function main(argv: string[]): Promise<number> {
         console.log(admin.servicePid ? `migrations applied (by the running service, pid ${admin.servicePid})` : "migrations applied");
         return 0;
       case "orgs create": {
-        const name = rest[0];
+        const { values, positionals } = parseArgs({ args: rest, options: BUDGET_OPTIONS, allowPositionals: true });
+        const name = positionals[0];
         if (!name) throw new UsageError("orgs create needs a name");
-        console.log(JSON.stringify(await admin.createOrganization(name), null, 2));
+        const budget = { spendingLimit: numberFlag("spending-limit", values["spending-limit"]), spendPeriod: periodFlag(values["spending-period"]) };
+        console.log(JSON.stringify(await admin.createOrganization(name, budget), null, 2));
+        return 0;
+      }
+      case "orgs update": {
+        const { values, positionals } = parseArgs({ args: rest, options: BUDGET_OPTIONS, allowPositionals: true });
+        if (!positionals[0]) throw new UsageError("orgs update needs an organization id or name; list them with 'orgs list'");
+        const org = await admin.findOrganization(positionals[0]);
+        if (!org) throw new UsageError(`no organization "${positionals[0]}"; list them with 'orgs list'`);
+        const patch = { spendingLimit: nullableNumberFlag("spending-limit", values["spending-limit"]), spendPeriod: periodFlag(values["spending-period"]) };
+        console.log(JSON.stringify(await admin.updateOrganization(org.id, patch), null, 2));
         return 0;
       }
       case "orgs list":
@@ -104,7 +126,9 @@ async function main(argv: string[]): Promise<number> {
           organizationId: org.id,
           name: values.name,
           spendingLimit: numberFlag("spending-limit", values["spending-limit"]),
-          rpm: numberFlag("rpm", values.rpm),
+          spendPeriod: periodFlag(values["spending-period"]),
+          rpm: countFlag("rpm", values.rpm),
+          tpm: countFlag("tpm", values.tpm),
           expiresAt: dateFlag(values["expires-at"]),
           scopes,
         });
@@ -117,6 +141,18 @@ async function main(argv: string[]): Promise<number> {
         const org = values.org ? await admin.findOrganization(values.org) : undefined;
         if (values.org && !org) throw new UsageError(`no organization "${values.org}"`);
         console.log(JSON.stringify(await admin.listKeys(org?.id), null, 2));
+        return 0;
+      }
+      case "keys update": {
+        const { values, positionals } = parseArgs({ args: rest, options: KEY_UPDATE_OPTIONS, allowPositionals: true });
+        if (!positionals[0]) throw new UsageError("keys update needs a key id (key_...); find it with 'keys list'");
+        const patch = {
+          spendingLimit: nullableNumberFlag("spending-limit", values["spending-limit"]),
+          spendPeriod: periodFlag(values["spending-period"]),
+          rpm: values.rpm === "none" ? null : countFlag("rpm", values.rpm),
+          tpm: values.tpm === "none" ? null : countFlag("tpm", values.tpm),
+        };
+        console.log(JSON.stringify(await admin.updateKey(positionals[0], patch), null, 2));
         return 0;
       }
       case "keys revoke": {
@@ -132,11 +168,21 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+const BUDGET_OPTIONS = {
+  "spending-limit": { type: "string" },
+  "spending-period": { type: "string" },
+} as const;
+
+const KEY_UPDATE_OPTIONS = {
+  ...BUDGET_OPTIONS,
+  rpm: { type: "string" },
+  tpm: { type: "string" },
+} as const;
+
 const KEY_CREATE_OPTIONS = {
+  ...KEY_UPDATE_OPTIONS,
   org: { type: "string" },
   name: { type: "string" },
-  "spending-limit": { type: "string" },
-  rpm: { type: "string" },
   "expires-at": { type: "string" },
   scopes: { type: "string" },
 } as const;
@@ -156,6 +202,25 @@ function numberFlag(name: string, v: string | undefined): number | undefined {
   const n = Number(v);
   if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be a non-negative number`);
   return n;
+}
+
+/** A per-minute cap: a positive integer. */
+function countFlag(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer (on update, none removes it)`);
+  return n;
+}
+
+/** A limit flag of an update: `none` removes the limit. */
+function nullableNumberFlag(name: string, v: string | undefined): number | null | undefined {
+  return v === "none" ? null : numberFlag(name, v);
+}
+
+function periodFlag(v: string | undefined): SpendPeriod | undefined {
+  if (v === undefined) return undefined;
+  if (!isSpendPeriod(v)) throw new UsageError(`--spending-period must be one of ${SPEND_PERIODS.join(", ")}`);
+  return v;
 }
 
 function dateFlag(v: string | undefined): Date | undefined {

@@ -1,3 +1,4 @@
+import type { Logger } from "./log";
 import { type App, createApp, routeModules, startModules } from "./app";
 import type { RouteModule } from "./http/route-module";
 import type { Database } from "./db/client";
@@ -25,13 +26,15 @@ export interface StartOptions {
    * against the OpenAPI document: test/helpers/contract.ts). Off in the service itself.
    */
   observeResponses?: ResponseObserver;
+  /** Where log lines go (default: stdout at the configured level). */
+  log?: Logger;
 }
 
 /** Given the app, returns what to do with each request's response. */
 export type ResponseObserver = (app: App) => (request: Request, response: Response) => Response | Promise<Response>;
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
-  const services = await createServices(config, { database: opts.database });
+  const services = await createServices(config, { database: opts.database, log: opts.log });
   const modules = opts.modules ?? routeModules;
   const app = createApp(services, modules);
   await startModules(services, modules);

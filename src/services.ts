@@ -1,13 +1,13 @@
 import { builtinPlugins } from "../providers";
 import type { AfterAuthHook } from "./http/core";
 import { SurfaceTable } from "./http/surfaces";
-import { boolSetting, type Config, intSetting } from "./config";
+import type { Config } from "./config";
 import { type Database, type Db, openDatabase } from "./db/client";
 import { AuthCache } from "./keys/auth-cache";
 import { KeyRepository } from "./keys/keys";
 import { newLocalAdminToken } from "./keys/local-admin";
 import { createLogger, type Logger } from "./log";
-import type { PluginModule } from "./registry/plugin";
+import { type PluginModule, pluginApi } from "./plugin-api";
 import { Registry } from "./registry/registry";
 
 /**
@@ -50,14 +50,13 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   log.info("database ready", { kind: database.kind });
   const keys = new KeyRepository(database.db);
   const authCache = new AuthCache(keys, log, {
-    // KEY_CACHE_LISTEN=false where LISTEN cannot work (a transaction-pooling proxy in
-    // front of PostgreSQL); the poll alone then bounds how late a revocation arrives.
-    listen: boolSetting(config.env, "KEY_CACHE_LISTEN", true) ? database.listen : undefined,
-    pollMs: intSetting(config.env, "KEY_CACHE_RESYNC_MS", 5_000, 10),
+    listen: config.keyCache.listen ? database.listen : undefined,
+    pollMs: config.keyCache.resyncMs,
   });
   await authCache.start();
   const registry = await Registry.load({
     builtins: opts.builtins ?? builtinPlugins,
+    api: pluginApi,
     pluginsDir: config.pluginsDir,
     providers: config.file.providers,
     env: config.env,

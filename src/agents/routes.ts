@@ -63,7 +63,7 @@ export function agentRoutes(s: Services) {
   const agents = new AgentRepository(s.db);
   const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
   const sessions = new SessionRepository(s.db, agents, environments);
-  const pollMs = Number(s.config.env.AGENT_STREAM_POLL_MS) > 0 ? Number(s.config.env.AGENT_STREAM_POLL_MS) : 250;
+  const pollMs = s.config.agents.streamPollMs;
   const AgentFields = {
     name: t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" }),
     description: t.Optional(t.Union([t.String({ maxLength: 2048 }), t.Null()], { error: "description must be a string of at most 2048 characters" })),

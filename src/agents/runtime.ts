@@ -1,9 +1,10 @@
 import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors";
-import { egressPolicyFromEnv } from "../egress";
 import { type KeyRecord, NotFoundError } from "../keys/keys";
 import { sandboxServiceOf } from "../sandboxes";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
+import type { Settings } from "../settings";
 import type { SessionHooks } from "./hooks";
 import { LeaseLost, SessionLease } from "./lease";
 import type { NewSessionEvent } from "./log";
@@ -11,26 +12,6 @@ import { McpConnections } from "./mcp";
 import { type AgentRow, agentSessions, agentVersions, type SessionRow } from "./schema";
 import { type Decision, knownFailure, Turn } from "./turn";
 
-export interface RuntimeOptions {
-  leaseMs: number;
-  recoveryMs: number;
-  maxSteps: number;
-  sandboxIdleMs: number;
-}
-
-function num(v: string | undefined, dflt: number, min: number): number {
-  const n = Number(v);
-  return v !== undefined && Number.isFinite(n) && n >= min ? n : dflt;
-}
-
-export function runtimeOptions(env: Record<string, string | undefined>): RuntimeOptions {
-  return {
-    leaseMs: num(env.AGENT_LEASE_MS, 30_000, 200),
-    recoveryMs: num(env.AGENT_RECOVERY_INTERVAL_MS, 1_000, 20),
-    maxSteps: num(env.AGENT_MAX_STEPS, 50, 1),
-    sandboxIdleMs: num(env.AGENT_SANDBOX_IDLE_MS, 300_000, 100),
-  };
-}
 
 /** One turn, from the loop picking up input to the session going idle. */
 export interface TurnTiming {
@@ -68,10 +49,10 @@ export class AgentRuntime {
   /** The last turns' timings, newest last (diagnostics and the benchmark). */
   private readonly turns: TurnTiming[] = [];
   private stopped = false;
-  readonly opts: RuntimeOptions;
+  readonly opts: Settings["agents"];
 
   constructor(private readonly s: Services) {
-    this.opts = runtimeOptions(s.config.env);
+    this.opts = s.config.agents;
     this.lease = new SessionLease(s, this.opts.leaseMs);
   }
 
@@ -175,7 +156,7 @@ export class AgentRuntime {
 
   /** Runs the session's turns while this process holds the lease: each step decides, this loop records. */
   private async run(session: SessionRow, ctl: { again: boolean; abort: AbortController }, startedAt: number): Promise<void> {
-    const mcp = new McpConnections(egressPolicyFromEnv(this.s.config.env));
+    const mcp = new McpConnections(this.s.config.egress);
     const signal = ctl.abort.signal;
     const turn = new Turn(
       { s: this.s, session, agent: await this.agentOf(session), mcp, hooks: this.hooks, signal, maxSteps: this.opts.maxSteps, keyOf: (x) => this.keyOf(x) },
@@ -228,6 +209,7 @@ export class AgentRuntime {
     const timing = { sessionId, totalMs, modelMs: t.modelMs, toolMs: t.toolMs, loopMs: Math.max(0, totalMs - t.modelMs - t.toolMs) };
     if (this.turns.push(timing) > 1000) this.turns.shift();
     this.s.log.debug("agent turn finished", timing);
+    observabilityFor(this.s)?.agentTurn(timing);
   }
 
   private async agentOf(session: SessionRow): Promise<AgentRow | undefined> {

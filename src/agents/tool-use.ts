@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { NewEvent } from "../events/record";
 import { sandboxServiceOf } from "../sandboxes";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import { type AgentTool, BUILTIN_TOOLS, type CustomTool, type McpServer, type McpToolset, TOOLSET_TYPE, type Toolset } from "./agents";
 import { type EnvironmentConfig, normalizeConfig } from "./environments";
@@ -111,7 +112,10 @@ export class SessionTools {
   async step(use: SessionEventRow, confirmation: Confirmation | undefined): Promise<ToolStep> {
     if (use.type === "agent.custom_tool_use") return { wait: true };
     const r = this.agent ? resolveTool(this.agent, modelToolName(use)) : undefined;
-    const done = (out: ToolOutcome, outbox: NewEvent[] = [], toolMs = 0): ToolStep => ({ result: resultEvent(use, out), outbox, toolMs });
+    const done = (out: ToolOutcome, outbox: NewEvent[] = [], toolMs = 0): ToolStep => {
+      if (toolMs && r) observabilityFor(this.s)?.toolCall(r.kind, r.name, !out.isError, toolMs);
+      return { result: resultEvent(use, out), outbox, toolMs };
+    };
     if (!r || r.kind === "custom") return done({ text: `tool '${String(use.payload.name)}' is not available to this agent`, isError: true });
     if (r.policy === "always_ask" && !confirmation) return { wait: true };
     if (confirmation?.result === "deny") return done({ text: confirmation.deny_message || "the user denied this tool call", isError: true });

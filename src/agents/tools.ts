@@ -53,11 +53,6 @@ const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 const clip = (s: string) => (s.length > MAX_OUTPUT ? s.slice(0, MAX_OUTPUT) + `\n[output truncated at ${MAX_OUTPUT} characters]` : s);
 const abs = (p: string) => posix.resolve(HOME, p);
 
-function sandboxTimeoutSec(s: Services): number {
-  const n = Number(s.config.env.AGENT_SANDBOX_TIMEOUT_SEC ?? 3600);
-  return Number.isFinite(n) && n > 0 ? n : 3600;
-}
-
 /**
  * The session's own sandbox: created from the environment on first use, kept for the
  * session (its id is stored on the session row), resumed when it was paused for
@@ -70,12 +65,12 @@ export async function ensureSandbox(s: Services, session: SessionRow, env: Envir
     try {
       const row = await svc.get(session.organizationId, session.sandboxId);
       if (row.status === "running") return row.id;
-      if (row.status === "paused") return (await svc.connect(session.organizationId, row.id, sandboxTimeoutSec(s))).id;
+      if (row.status === "paused") return (await svc.connect(session.organizationId, row.id, s.config.agents.sandboxTimeoutSec)).id;
     } catch (e) {
       if (!(e instanceof ApiError && e.status === 404)) throw e;
     }
   }
-  const row = await svc.create(session.organizationId, { templateID: env.template, timeout: sandboxTimeoutSec(s), metadata: { session_id: session.id } });
+  const row = await svc.create(session.organizationId, { templateID: env.template, timeout: s.config.agents.sandboxTimeoutSec, metadata: { session_id: session.id } });
   try {
     await installPackages(s, session.organizationId, row.id, env);
     await prepare?.(row.id);

@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
-import { ConfigError } from "../config";
+import { ConfigError } from "../settings";
+import { sectionProblem } from "../settings/config-section";
 import { MODEL_KINDS } from "./types";
 
 /**
@@ -54,13 +54,11 @@ export type ConfigModelEntry = Static<typeof ConfigModel>;
 /** Validates the section; a bad entry stops start-up with the field that is wrong. */
 export function parseCatalogConfig(section: unknown): CatalogConfig {
   if (section === undefined) return {};
-  if (!Value.Check(CatalogSection, section)) {
-    const e = Value.Errors(CatalogSection, section).First();
-    const where = (e?.path ?? "").replace(/^\//, "").replace(/\//g, ".");
-    throw new ConfigError(`CONFIG_FILE catalog${where ? "." + where : ""}: ${e?.message ?? "invalid"}`);
-  }
-  for (const id of Object.keys(section.models ?? {})) {
+  const problem = sectionProblem(CatalogSection, section, "CONFIG_FILE catalog");
+  if (problem) throw new ConfigError(problem);
+  const valid = section as CatalogConfig;
+  for (const id of Object.keys(valid.models ?? {})) {
     if (/\s/.test(id)) throw new ConfigError(`CONFIG_FILE catalog.models: model id "${id}" contains whitespace`);
   }
-  return section;
+  return valid;
 }

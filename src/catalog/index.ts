@@ -2,12 +2,13 @@ import { calcPrice, type ModelInfo } from "@pydantic/genai-prices";
 import { ConfigError } from "../config";
 import type { Services } from "../services";
 import { type CatalogConfig, parseCatalogConfig } from "./config";
-import { type Entry, entryByPattern, seedEntries } from "./dataset";
+import { type Entry, entryByPattern, seedEntries, type VendorSource, vendorSources } from "./dataset";
 import { ruleCost } from "./pricing";
 import type { Catalog, CatalogModel, TokenUsage } from "./types";
 
 export type { Catalog, CatalogModel, ModelKind, TokenUsage } from "./types";
 export { MODEL_KINDS } from "./types";
+export { type VendorSource, vendorSources } from "./dataset";
 
 /** Bound on remembered pattern lookups: clients choose model names, memory must not follow them. */
 const MAX_PATTERN_CACHE = 10_000;
@@ -20,6 +21,7 @@ class ModelCatalog implements Catalog {
 
   constructor(
     private readonly entries: Map<string, Entry>,
+    private readonly sources: readonly VendorSource[],
     private readonly useDataset: boolean,
     private readonly hidden: Set<string>,
   ) {
@@ -53,8 +55,8 @@ class ModelCatalog implements Catalog {
     const outputTokens = Math.max(0, usage.outputTokens || 0);
     if (entry.pricedBy && !entry.priceOverridden && !isFlat(entry.rule)) {
       // Long-context tiers and date-dependent prices, as the dataset's own calculator
-      // computes them (pricing.ts); the calculator itself (7-80 us a call) only for a
-      // price shape that module does not know.
+      // computes them (pricing.ts); the calculator itself, which sets up per call, only for
+      // a price shape that module does not know.
       const timestamp = new Date(at);
       const own = entry.rule && ruleCost(entry.rule, inputTokens, outputTokens, timestamp);
       if (own !== undefined) return own;
@@ -76,7 +78,7 @@ class ModelCatalog implements Catalog {
     if (!this.useDataset || this.hidden.has(id)) return undefined;
     const cached = this.byPattern.get(id);
     if (cached !== undefined) return cached ?? undefined;
-    const found = entryByPattern(id) ?? null;
+    const found = entryByPattern(this.sources, id) ?? null;
     if (this.byPattern.size >= MAX_PATTERN_CACHE) this.byPattern.clear();
     this.byPattern.set(id, found);
     return found ?? undefined;
@@ -98,7 +100,7 @@ function isFlat(rule: ModelInfo | undefined): boolean {
  * nothing else) is one number per token direction: neither of those two is tiered and no
  * per-request fee applies. Prices of other usage (audio, image, cached tokens) apply to
  * counts the gateway never passes, so they do not make a rule tiered: without them
- * Gemini 2.5 Flash (an audio price) took the calculator's path, about 18 us per request.
+ * Gemini 2.5 Flash (an audio price) took the calculator's slow path on every request.
  */
 function hasOnlyFlatPrices(rule: ModelInfo): boolean {
   if (Array.isArray(rule.prices)) return false;
@@ -107,10 +109,13 @@ function hasOnlyFlatPrices(rule: ModelInfo): boolean {
   return plain(p.input_mtok) && plain(p.output_mtok) && p.requests_kcount === undefined;
 }
 
-/** Builds a catalog from the public datasets (unless switched off) and the CONFIG_FILE section. */
-export function buildCatalog(config: CatalogConfig = {}): Catalog {
+/**
+ * Builds a catalog from the public datasets (unless switched off) for the vendors of
+ * `sources` (the model plugins' `catalog`), and the CONFIG_FILE section.
+ */
+export function buildCatalog(config: CatalogConfig, sources: readonly VendorSource[]): Catalog {
   const useDataset = config.dataset !== false;
-  const entries = useDataset ? seedEntries() : new Map<string, Entry>();
+  const entries = useDataset ? seedEntries(sources) : new Map<string, Entry>();
   const hidden = new Set<string>();
   for (const [id, o] of Object.entries(config.models ?? {})) {
     if (o.hidden) {
@@ -118,7 +123,7 @@ export function buildCatalog(config: CatalogConfig = {}): Catalog {
       hidden.add(id);
       continue;
     }
-    const base = entries.get(id)?.model ?? (useDataset ? entryByPattern(id)?.model : undefined);
+    const base = entries.get(id)?.model ?? (useDataset ? entryByPattern(sources, id)?.model : undefined);
     const vendor = o.vendor ?? base?.vendor;
     if (!vendor) throw new ConfigError(`CONFIG_FILE catalog.models.${id}: "vendor" is required for a model the dataset does not know`);
     const model: CatalogModel = { ...base, id, vendor, kind: o.kind ?? base?.kind ?? "chat" };
@@ -127,12 +132,12 @@ export function buildCatalog(config: CatalogConfig = {}): Catalog {
     const seeded = entries.get(id);
     entries.set(id, {
       model,
-      pricedBy: vendor === base?.vendor ? seeded?.pricedBy ?? entryByPattern(id)?.pricedBy : undefined,
-      rule: vendor === base?.vendor ? seeded?.rule ?? entryByPattern(id)?.rule : undefined,
+      pricedBy: vendor === base?.vendor ? seeded?.pricedBy ?? entryByPattern(sources, id)?.pricedBy : undefined,
+      rule: vendor === base?.vendor ? seeded?.rule ?? entryByPattern(sources, id)?.rule : undefined,
       priceOverridden: o.pricing !== undefined || vendor !== base?.vendor,
     });
   }
-  return new ModelCatalog(entries, useDataset, hidden);
+  return new ModelCatalog(entries, sources, useDataset, hidden);
 }
 
 const catalogs = new WeakMap<Services, Catalog>();
@@ -141,7 +146,7 @@ const catalogs = new WeakMap<Services, Catalog>();
 export function catalogFor(s: Services): Catalog {
   let c = catalogs.get(s);
   if (!c) {
-    c = buildCatalog(parseCatalogConfig(s.config.file.catalog));
+    c = buildCatalog(parseCatalogConfig(s.config.file.catalog), vendorSources(s.registry.listPlugins("model").map((p) => p.definition)));
     catalogs.set(s, c);
   }
   return c;

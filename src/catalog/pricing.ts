@@ -4,7 +4,8 @@ import type { ModelInfo } from "@pydantic/genai-prices";
  * The cost of a request's input and output tokens under one genai-prices rule: the same
  * arithmetic as the dataset's calculator (`calcPrice`) for usage that has only those two
  * counts, without its per-call set-up (finding the provider and the rule, validating
- * every price, 7-14 us a call). The meter prices every request on the service's thread.
+ * every price). The meter prices every request on the service's thread, so that set-up
+ * would be paid per request.
  *
  * - Dated prices: the last entry whose constraint holds at `at` (a start date, or a UTC
  *   time-of-day window that may wrap past midnight); the first entry when none does.

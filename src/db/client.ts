@@ -1,7 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
@@ -10,8 +9,9 @@ import { migrate } from "./migrate";
 import { pgliteAssets } from "./pglite-assets";
 import { PgliteThread } from "./pglite-thread";
 import * as schema from "./schema";
+import type { Db } from "./types";
 
-export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+export type { Db } from "./types";
 
 export interface Database {
   db: Db;

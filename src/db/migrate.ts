@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import type { Db } from "./client";
+import type { Db } from "./types";
 import { embeddedMigrations } from "./migrations";
 
 type EmbeddedMigration = (typeof embeddedMigrations)[number];

@@ -10,3 +10,4 @@ export * from "../skills/schema";
 export * from "../endpoints/schema";
 export * from "../deployments/schema";
 export * from "../generation/schema";
+export * from "../e2b/schema";

@@ -1,5 +1,4 @@
 import { and, asc, eq, isNull, lte, notInArray } from "drizzle-orm";
-import { intSetting } from "../config";
 import type { Services } from "../services";
 import { clockOf } from "./clock";
 import { latestDue, nextAfter, scheduleOf } from "./cron";
@@ -11,10 +10,6 @@ export interface SchedulerOptions {
   pollMs: number;
   /** DEPLOYMENT_PAUSE_AFTER_FAILURES. */
   pauseAfter: number;
-}
-
-export function schedulerOptions(env: Record<string, string | undefined>): SchedulerOptions {
-  return { pollMs: intSetting(env, "DEPLOYMENT_SCHEDULER_POLL_MS", 1000, 10), pauseAfter: intSetting(env, "DEPLOYMENT_PAUSE_AFTER_FAILURES", 1, 1) };
 }
 
 const BATCH = 50;
@@ -41,7 +36,7 @@ export class DeploymentScheduler {
     private readonly s: Services,
     opts?: Partial<SchedulerOptions>,
   ) {
-    this.opts = { ...schedulerOptions(s.config.env), ...opts };
+    this.opts = { pollMs: s.config.deployments.pollMs, pauseAfter: s.config.deployments.pauseAfterFailures, ...opts };
     this.runner = new DeploymentRunner(s, { pauseAfter: this.opts.pauseAfter });
   }
 

@@ -13,7 +13,8 @@
  *   system may pick any of them.
  */
 import { lookup } from "node:dns/promises";
-import { type Cidr, formatIPv4, embeddedIPv4, isAllowListed, isPublicAddress, parseAddress, parseCidrList } from "./ip";
+import { SETTINGS } from "../settings";
+import { type Cidr, formatIPv4, embeddedIPv4, isAllowListed, isPublicAddress, parseAddress } from "./ip";
 
 export class EgressRefused extends Error {}
 
@@ -24,12 +25,12 @@ export interface EgressPolicy {
   resolve?: (host: string) => Promise<string[]>;
 }
 
+/**
+ * The policy for code that is handed the environment rather than the settings (provider
+ * plugins); the service's own modules use `Services.config.egress`, read once at start-up.
+ */
 export function egressPolicyFromEnv(env: Record<string, string | undefined>): EgressPolicy {
-  try {
-    return { allow: parseCidrList(env.EGRESS_ALLOW_CIDRS) };
-  } catch (e) {
-    throw new Error(`EGRESS_ALLOW_CIDRS: ${(e as Error).message}`);
-  }
+  return { allow: SETTINGS.egress.allow.read(env.EGRESS_ALLOW_CIDRS) };
 }
 
 export interface CheckedTarget {

@@ -49,8 +49,8 @@ export function endpointRoutes(s: Services) {
   const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
   const repo = new EndpointRepository(s.db, agents, environments);
   const sessions = new SessionRepository(s.db, agents, environments);
-  const pollMs = Number(s.config.env.AGENT_STREAM_POLL_MS) > 0 ? Number(s.config.env.AGENT_STREAM_POLL_MS) : 250;
-  const publicUrl = s.config.env.PUBLIC_URL?.replace(/\/+$/, "") || undefined;
+  const pollMs = s.config.agents.streamPollMs;
+  const publicUrl = s.config.publicUrl;
 
   return new Elysia()
     .use(requestContext)

@@ -14,10 +14,11 @@
  */
 import { hostname } from "node:os";
 import { sql } from "drizzle-orm";
-import { intSetting } from "../config";
+import type { Settings } from "../settings";
 import type { Db } from "../db/client";
 import { rowsOf } from "../db/client";
 import type { Logger } from "../log";
+import type { Observability } from "../observability/observability";
 import { type EgressPolicy, safePost } from "../egress";
 import { DELIVERY_CHANNEL, type EventEnvelope, type ResourceType } from "./record";
 import { type SecretBox, secretBox } from "./secrets";
@@ -38,23 +39,15 @@ export interface DeliverySettings {
   pollMs: number;
 }
 
-export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
-
-export function parseDuration(s: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$/.exec(s.trim());
-  if (!m) throw new Error(`invalid duration "${s}" (use e.g. 500ms, 5s, 5m, 2h)`);
-  return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as "ms"]);
-}
-
-export function deliverySettingsFromEnv(env: Record<string, string | undefined>): DeliverySettings {
-  const schedule = (env.EVENTS_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE).split(",").filter((x) => x.trim());
+/** The worker's settings from the service's (EVENTS_* variables). */
+export function deliverySettings(events: Settings["events"]): DeliverySettings {
   return {
-    timeoutMs: intSetting(env, "EVENTS_DELIVERY_TIMEOUT_MS", 10_000, 1),
-    retryScheduleMs: schedule.map(parseDuration),
+    timeoutMs: events.deliveryTimeoutMs,
+    retryScheduleMs: events.retryScheduleMs,
     jitter: 0.2,
-    concurrency: intSetting(env, "EVENTS_DELIVERY_CONCURRENCY", 256, 1),
-    perReceiver: intSetting(env, "EVENTS_RECEIVER_CONCURRENCY", 16, 1),
-    pollMs: intSetting(env, "EVENTS_POLL_MS", 1000, 1),
+    concurrency: events.deliveryConcurrency,
+    perReceiver: events.receiverConcurrency,
+    pollMs: events.pollMs,
   };
 }
 
@@ -96,6 +89,8 @@ export class DeliveryWorker {
   private unlisten: (() => Promise<void>) | undefined;
   private encoder = new TextEncoder();
   private workerName = `${hostname()}:${process.pid}`;
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
 
   constructor(
     private db: Db,
@@ -244,6 +239,7 @@ export class DeliveryWorker {
 
   private async deliver(job: Claimed): Promise<void> {
     const started = new Date();
+    const startedAt = performance.now();
     // Serialised once; these exact bytes are signed and sent.
     const body = this.encoder.encode(JSON.stringify(job.envelope));
     const secret = job.secret;
@@ -255,6 +251,7 @@ export class DeliveryWorker {
     const final = !result.ok && job.attempt > schedule.length;
     const base = schedule[Math.min(job.attempt, schedule.length) - 1] ?? 0;
     const delay = Math.round(base * (1 - this.settings.jitter + 2 * this.settings.jitter * Math.random()));
+    this.observe?.webhookAttempt({ ok: result.ok, final, eventCreatedAt: job.envelope.createdAt, startedAt, webhookId: job.webhookId, eventType: job.envelope.type, attempt: job.attempt, status: result.status });
     if (!result.ok) this.log.debug("webhook delivery failed", { delivery: job.id, attempt: job.attempt, error: result.error, final });
     this.results.push({
       id: job.id,

@@ -3,12 +3,9 @@ import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
 import { named, responds } from "../openapi/declare";
-import type { RouteModule } from "../http/route-module";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
-import { DeliveryWorker, deliverySettingsFromEnv } from "./delivery";
-import { egressPolicyFromEnv } from "../egress";
-import { sealStoredSecrets, secretBoxFor } from "./secrets";
+import { secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
 import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";
 
@@ -39,7 +36,7 @@ const EventPageSchema = named("EventPage", t.Object({
   nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next (older) page; null on the last page" }),
 }));
 
-const WebhookSchema = named("Webhook", t.Object({
+export const WebhookSchema = named("Webhook", t.Object({
   id: t.String({ description: "`wh_...`" }),
   name: t.String(),
   url: t.String(),
@@ -64,7 +61,7 @@ const AttemptSchema = t.Object({
   worker: t.String({ description: "`host:pid` of the service process that made the attempt" }),
 });
 
-const DeliverySchema = named("WebhookDelivery", t.Object({
+export const DeliverySchema = named("WebhookDelivery", t.Object({
   id: t.String({ description: "`dlv_...`" }),
   eventId: t.String(),
   eventType: t.String(),
@@ -105,7 +102,7 @@ function deliveryCursor(cursor: string | undefined): number | undefined {
 }
 
 export function eventsRoutes(s: Services) {
-  const repo = new WebhookRepository(s.db, egressPolicyFromEnv(s.config.env), secretBoxFor(s));
+  const repo = new WebhookRepository(s.db, s.config.egress, secretBoxFor(s));
   const tags = ["events"];
   const listEvents = async (organizationId: string, query: { limit?: number; cursor?: string }, sandboxId?: string) => {
     const { rows, more } = await listSandboxEvents(s.db, organizationId, { sandboxId, limit: query.limit ?? 50, before: eventCursor(query.cursor) });
@@ -208,16 +205,3 @@ export function eventsRoutes(s: Services) {
       },
     );
 }
-
-/** The events domain: routes on /events plus the delivery worker. */
-export const eventsModule: RouteModule = {
-  surfaces: [eventsSurface],
-  routes: eventsRoutes,
-  async start(s) {
-    const secrets = secretBoxFor(s);
-    await sealStoredSecrets(s.db, secrets, s.log);
-    const worker = new DeliveryWorker(s.db, egressPolicyFromEnv(s.config.env), deliverySettingsFromEnv(s.config.env), s.log, secrets);
-    await worker.start();
-    return () => worker.stop();
-  },
-};

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eq, like, not } from "drizzle-orm";
-import { ConfigError } from "../config";
+import { ConfigError, decodeKey } from "../settings";
 import type { Db } from "../db/client";
 import type { Logger } from "../log";
 import type { Services } from "../services";
@@ -61,11 +61,10 @@ export function secretBox(key: Uint8Array | undefined): SecretBox {
   };
 }
 
-/** SECRETS_KEY as bytes: 64 hex characters, or base64 of 32 bytes. */
+/** A secrets key (the key file's contents) as bytes: 64 hex characters, or base64 of 32 bytes. */
 export function parseSecretsKey(raw: string): Uint8Array {
-  const v = raw.trim();
-  const bytes = /^[0-9a-fA-F]{64}$/.test(v) ? Buffer.from(v, "hex") : /^[A-Za-z0-9+/]{43}=?$/.test(v) ? Buffer.from(v, "base64") : undefined;
-  if (!bytes || bytes.length !== 32) throw new ConfigError("SECRETS_KEY must be 32 bytes as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)");
+  const bytes = decodeKey(raw);
+  if (!bytes) throw new ConfigError("SECRETS_KEY must be 32 bytes as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)");
   return bytes;
 }
 
@@ -82,8 +81,7 @@ export function secretBoxFor(s: Services): SecretBox {
 }
 
 function keyFor(s: Services): Uint8Array | undefined {
-  const configured = s.config.env.SECRETS_KEY;
-  if (configured?.trim()) return parseSecretsKey(configured);
+  if (s.config.events.secretsKey) return s.config.events.secretsKey;
   if (s.database.kind !== "pglite") return undefined;
   const file = join(s.config.dataDir, "secrets.key");
   if (existsSync(file)) return parseSecretsKey(readFileSync(file, "utf8"));

@@ -1,19 +1,17 @@
+import { checkBudgets } from "../budgets";
 import { checkKey } from "../http/auth";
 import type { Surface } from "../http/surfaces";
 import { newId } from "../ids";
 import type { KeyRecord } from "../keys/keys";
 import type { Services } from "../services";
 import { gatewayFor } from "./gateway";
-import type { Protocol } from "./provider";
-import { gatewaySurfaces } from "./routes";
+import { type Protocol, PROTOCOL_SPECS, surfacesOf } from "./protocols";
 
 /** Protocols whose request body names the model, the ones an in-process caller can use. */
 export type JsonProtocol = "chat" | "messages" | "responses";
 
-const PATHS: Record<JsonProtocol, string> = { chat: "/v1/chat/completions", messages: "/v1/messages", responses: "/v1/responses" };
-const SURFACES = Object.fromEntries(
-  (Object.keys(PATHS) as JsonProtocol[]).map((p) => [p, gatewaySurfaces.find((s) => s.prefix === PATHS[p] && !s.pattern)!]),
-) as Record<JsonProtocol, Surface>;
+/** Each protocol's first surface: the one its HTTP route authenticates on. */
+const SURFACES = Object.fromEntries(PROTOCOL_SPECS.map((spec) => [spec.name, surfacesOf(spec)[0]])) as Record<Protocol, Surface>;
 
 /** The protocols a model's providers serve natively (404 ApiError for an unknown model). */
 export function protocolsOf(s: Services, model: string): Protocol[] {
@@ -37,6 +35,7 @@ export async function callGateway(
 ): Promise<{ ok: boolean; status: number; text: string }> {
   const surface = SURFACES[protocol];
   const auth = checkKey(key, surface);
+  checkBudgets(s, auth, surface);
   // The data path reads only the abort signal and the (here empty) client headers of a request.
   const request = new Request(`http://in-process${surface.prefix}`, { method: "POST", signal });
   const res = await gatewayFor(s).forwardJson(protocol, { request, auth, requestId: newId("req_"), startedAt: performance.now() }, body);

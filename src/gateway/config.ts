@@ -1,6 +1,8 @@
-import { Type } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { ConfigError, type ConfigFile } from "../config";
+import type { ConfigFile } from "../config";
+import { ConfigError } from "../settings";
+import { sectionProblem } from "../settings/config-section";
 
 /**
  * The gateway's sections of CONFIG_FILE:
@@ -56,7 +58,7 @@ export function gatewayConfig(file: ConfigFile): GatewayConfig {
   return { routes: routes as GatewayConfig["routes"], options: Value.Default(GatewaySchema, structuredClone(raw)) as GatewayOptions };
 }
 
-function check(schema: Parameters<typeof Value.Errors>[0], value: unknown, section: string) {
-  const first = Value.Errors(schema, value).First();
-  if (first) throw new ConfigError(`CONFIG_FILE ${section}${first.path.replace(/\//g, ".")}: ${first.message}`);
+function check(schema: TSchema, value: unknown, section: string) {
+  const problem = sectionProblem(schema, value, `CONFIG_FILE ${section}`);
+  if (problem) throw new ConfigError(problem);
 }

@@ -1,10 +1,11 @@
 import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
+import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
 import { SSE_HEADERS } from "../http/sse";
 import type { UsageMeter } from "../metering";
+import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
-import type { Protocol } from "./provider";
-import { CODECS, type Usage } from "./protocols";
+import { type Protocol, protocolSpec, type Usage } from "./protocols";
 import type { Candidate, Router } from "./router";
 import { completeSse, pipeSse } from "./stream";
 
@@ -37,13 +38,36 @@ export interface Deps {
   router: Router;
   meter: UsageMeter;
   options: GatewayOptions;
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
+  /** Set when access-log lines are written: prices a request's usage for its line. */
+  accessLog?: { cost(model: string, usage: Usage): number | undefined };
 }
 
 const TIMEOUT = "upstream timeout";
 /** Declared-length streams up to this size are read whole and sent as one body. */
 const COMPLETE_STREAM_MAX_BYTES = 1 << 20;
-/** Built once: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
-const STREAM_HEADERS = new Headers(SSE_HEADERS);
+
+/** Response headers per answering provider, built once each (see STREAM_HEADERS). */
+const streamHeadersByProvider = new Map<string, Headers>();
+
+/**
+ * Which provider answered (`x-gateway-provider`) and, when a fallback happened, after how
+ * many attempts (`x-gateway-attempts`): operators and clients can tell who served a model.
+ */
+function markProvider(headers: Headers, provider: string, attempts: number): Headers {
+  headers.set("x-gateway-provider", provider);
+  if (attempts > 1) headers.set("x-gateway-attempts", String(attempts));
+  return headers;
+}
+
+/** Built once per provider: a Response copies a Headers instance it is given, cheaper than building one from an object each time. */
+function streamHeaders(provider: string, attempts: number): Headers {
+  if (attempts > 1) return markProvider(new Headers(SSE_HEADERS), provider, attempts);
+  let h = streamHeadersByProvider.get(provider);
+  if (!h) streamHeadersByProvider.set(provider, (h = markProvider(new Headers(SSE_HEADERS), provider, 1)));
+  return h;
+}
 
 /** Upstream failures that move on to the next candidate (spec: fallback before the first byte). */
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -54,10 +78,27 @@ const retryable = (status: number) => status === 429 || status >= 500;
  * client; then pass the response (or SSE stream) through and record usage once.
  */
 export async function forward(d: Deps, call: Call): Promise<Response> {
-  const codec = CODECS[call.protocol];
+  const spec = protocolSpec(call.protocol);
+  const codec = spec.codec;
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   let used: Candidate | undefined;
-  const record = (status: number) =>
+  const seen = d.observe?.modelCall(call);
+  let attempts = 0;
+  // Kept for the request log (stored only when REQUEST_LOG_BODIES is on; see the meter).
+  let sent: string | undefined;
+  let answer: string | undefined;
+  const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
+  if (access) noteModelAccess(call.request, access);
+  const record = (status: number) => {
+    seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
+    if (access) {
+      access.provider = used?.provider;
+      access.attempts = attempts;
+      access.inputTokens = usage.inputTokens;
+      access.outputTokens = usage.outputTokens;
+      access.costUsd = d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage);
+      endModelAccess(call.request, status);
+    }
     d.meter.record({
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
@@ -68,16 +109,22 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       provider: used?.provider,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
+      cachedTokens: usage.cachedTokens,
+      attempts,
+      requestBody: sent,
+      responseBody: answer,
       latencyMs: performance.now() - call.startedAt,
       status,
       streamed: call.stream,
     });
+  };
 
   let last: { status: number; message: string } = { status: 503, message: "no provider candidate was available" };
   let resent = false;
   for (let i = 0; i < call.candidates.length; i++) {
     const c = call.candidates[i];
     used = c;
+    const attempt = seen?.attempt(c, i);
     const ac = new AbortController();
     const onClientGone = () => ac.abort();
     call.request.signal.addEventListener("abort", onClientGone, { once: true });
@@ -94,19 +141,23 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
     // body, an invalid header) is about this request, after it about this service.
     let answered = false;
     try {
+      attempts++;
+      sent = call.body(c);
       const res = await c.upstream.send({
         protocol: call.protocol,
         model: c.model,
-        body: call.body(c),
+        body: sent,
         stream: call.stream,
         clientHeaders: call.request.headers,
         signal: ac.signal,
         interactionId: call.interactionId,
+        traceparent: attempt?.traceparent,
       });
       answered = true;
       if (retryable(res.status)) {
         const detail = await res.text().catch(() => "");
         settle();
+        attempt?.end(res.status === 429 ? "rate_limited" : "server_error", res.status);
         d.router.failed(c);
         last = { status: res.status, message: `provider ${c.provider} answered ${res.status}${detail ? `: ${clip(detail)}` : ""}` };
         continue;
@@ -117,13 +168,16 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         // failures, which are ours (the gateway's upstream key), not the client's.
         const text = await res.text();
         settle();
+        attempt?.end("rejected", res.status);
         if (res.status === 401 || res.status === 403) {
           d.router.failed(c);
           record(502);
           throw new ApiError(502, `provider ${c.provider} rejected the gateway's credentials (${res.status})`);
         }
+        answer = text;
         record(res.status);
-        return new Response(text, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+        const refused = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
+        return new Response(text, { status: res.status, headers: markProvider(refused, c.provider, attempts) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
       // build a JavaScript stream over a body that may be complete already.
@@ -131,18 +185,21 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       if (!call.stream || (!(declared > 0) && !res.body)) {
         const text = await res.text();
         settle();
+        attempt?.end("ok", res.status);
         d.router.succeeded(c);
         const json = parseJson(text);
         if (json) codec.usageFromBody(json, usage);
         const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
-        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = 0;
+        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = usage.cachedTokens = 0;
+        answer = text;
         record(res.status);
-        return new Response(text, { status: res.status, headers });
+        return new Response(text, { status: res.status, headers: markProvider(headers, c.provider, attempts) });
       }
       const pipe = {
         codec,
         strip: call.stripUsage ?? false,
-        pingMs: call.protocol === "messages" ? d.options.pingIntervalMs : 0,
+        pingMs: spec.ping ? d.options.pingIntervalMs : 0,
+        ping: spec.ping,
         usage,
         finish: record,
         abort: () => ac.abort(),
@@ -156,13 +213,15 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         const whole = await res.text();
         settle();
         if (!whole.length) {
+          attempt?.end("empty", res.status);
           d.router.failed(c);
           last = endedEarly(c);
           continue;
         }
+        attempt?.end("ok", res.status);
         d.router.succeeded(c);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
-        return new Response(completeSse(whole, pipe), { status: res.status, headers: STREAM_HEADERS });
+        return new Response(completeSse(whole, pipe), { status: res.status, headers: streamHeaders(c.provider, attempts) });
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
@@ -171,16 +230,19 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       const first = await reader.read();
       settle();
       if (first.done || !first.value?.byteLength) {
+        attempt?.end("empty", res.status);
         d.router.failed(c);
         last = endedEarly(c);
         continue;
       }
+      attempt?.end("ok", res.status);
       d.router.succeeded(c);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
       const body = pipeSse(first.value, reader, pipe);
-      return new Response(body, { status: res.status, headers: STREAM_HEADERS });
+      return new Response(body, { status: res.status, headers: streamHeaders(c.provider, attempts) });
     } catch (e) {
       settle();
+      attempt?.end(timedOut ? "timeout" : isNetworkError(e) ? "unreachable" : call.request.signal.aborted ? "canceled" : "rejected");
       if (e instanceof ApiError) throw e;
       if (call.request.signal.aborted && !timedOut) {
         record(499);

@@ -1,14 +1,14 @@
 import type { AuthContext } from "../http/auth";
 import { rawBodies } from "../http/body";
-import { ApiError } from "../http/errors";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import { gatewayConfig } from "./config";
 import { type Call, type Deps, forward } from "./forward";
-import type { ModelProvider, Protocol } from "./provider";
+import type { ModelProvider } from "./provider";
+import type { Protocol } from "./protocols";
 import { type Candidate, type ProviderEntry, Router } from "./router";
-import { MAX_SYSTEM_CHARS } from "./schemas";
 
 /** What a surface handler has after validation. */
 export interface Incoming {
@@ -29,12 +29,20 @@ export class Gateway {
 
   constructor(readonly s: Services) {
     const config = gatewayConfig(s.config.file);
-    for (const inst of s.registry.instancesOf<ModelProvider>("model")) {
+    for (const inst of s.registry.instancesOf("model")) {
       this.providers.set(inst.name, { name: inst.name, provider: inst.instance, serves: inst.instance.serves ?? inst.plugin.definition.serves });
     }
     const catalog = catalogFor(s);
     this.router = new Router(this.providers, config, { vendorOf: (m) => catalog.get(m)?.vendor });
-    this.deps = { router: this.router, meter: usageMeterFor(s), options: config.options };
+    const observe = observabilityFor(s);
+    if (observe) this.router.onCooldown = (c) => observe.cooldown(c.provider, c.model);
+    this.deps = {
+      router: this.router,
+      meter: usageMeterFor(s),
+      options: config.options,
+      observe,
+      accessLog: s.log.enabled("info") ? { cost: (model, usage) => catalog.cost(model, usage) } : undefined,
+    };
   }
 
   /**
@@ -50,7 +58,7 @@ export class Gateway {
   ): Promise<Response> {
     const model = body.model;
     const stream = body.stream === true;
-    const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+    const candidates = opts.candidates ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream, body));
     const raw = rawBodies.get(inc.request);
     const patch = opts.patch;
     // The text to send when the model id stays: the client's own, with the patch's fields
@@ -76,9 +84,9 @@ export class Gateway {
     return forward(this.deps, { protocol, publicModel: model, stream, candidates, body: () => raw, ...inc });
   }
 
-  compat(protocol: Protocol, inc: Incoming, stream: boolean) {
+  compat(protocol: Protocol, inc: Incoming, stream: boolean, json?: Record<string, unknown>) {
     return (c: Candidate) =>
-      c.upstream.incompatible?.({ protocol, model: c.model, stream, clientHeaders: inc.request.headers, signal: inc.request.signal });
+      c.upstream.incompatible?.({ protocol, model: c.model, stream, clientHeaders: inc.request.headers, signal: inc.request.signal, json });
   }
 
   /** The listing of routable models: configured routes, provider model lists, catalog models of enabled vendors. */
@@ -119,20 +127,4 @@ export function appendFields(raw: string, parsed: Record<string, unknown>, field
   if (close < 0 || !members) return undefined;
   const empty = Object.keys(parsed).length === 0;
   return `${raw.slice(0, close)}${empty ? "" : ","}${members}${raw.slice(close)}`;
-}
-
-/** Spec limit: system prompts of at most 100,000 characters, whatever their shape. */
-export function checkSystemLength(text: string | undefined, field: string): void {
-  if (text !== undefined && text.length > MAX_SYSTEM_CHARS) {
-    throw new ApiError(400, `${field} must be at most ${MAX_SYSTEM_CHARS} characters (got ${text.length})`);
-  }
-}
-
-/** Text of a content value that is a string or an array of text parts/blocks. */
-export function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  let s = "";
-  for (const part of content) if (part && typeof part.text === "string") s += part.text;
-  return s;
 }

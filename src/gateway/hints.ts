@@ -1,15 +1,16 @@
+import { builtinPlugins } from "../../providers";
+
 /**
  * What to tell someone whose gateway has no provider for what they asked: a fresh
  * `npm start` serves no model until a provider key is set, and "model not found" or an
  * empty model list does not say so.
  */
 
-/** The variable that enables each built-in vendor provider with no other configuration (providers/*.ts `fromEnv`). */
-const VENDOR_KEY_VARIABLE: Record<string, string> = {
-  openai: "OPENAI_API_KEY",
-  anthropic: "ANTHROPIC_API_KEY",
-  gemini: "GEMINI_API_KEY",
-};
+/** The variable that enables each built-in vendor provider with no other configuration (their plugins' `enabledBy`). */
+const VENDOR_KEY_VARIABLE: Record<string, string> = Object.fromEntries(builtinPlugins.flatMap((p) => (p.kind === "model" && p.enabledBy ? [[p.name, p.enabledBy]] : [])));
+
+/** The three the hint for an empty gateway names; the README lists every variable. */
+const FIRST_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"];
 
 /** For a catalog vendor that no configured provider serves. */
 export function vendorProviderHint(vendor: string): string {
@@ -20,4 +21,4 @@ export function vendorProviderHint(vendor: string): string {
 }
 
 /** For a gateway with no model provider at all. */
-export const NO_PROVIDER_HINT = `no model provider is configured: set ${Object.values(VENDOR_KEY_VARIABLE).join(", ")} (or add providers in CONFIG_FILE) and restart`;
+export const NO_PROVIDER_HINT = `no model provider is configured: set ${FIRST_VARIABLES.join(", ")} or another vendor's key (README: Providers), or add providers in CONFIG_FILE, and restart`;

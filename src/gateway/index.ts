@@ -5,9 +5,10 @@ import { gatewayDocumentPaths, gatewayRoutes, gatewaySurfaces } from "./routes";
 
 /**
  * The model gateway. A request reads top to bottom through:
- *   routes.ts (surface, schema validation) -> core plugin (auth, limits; before the body is read)
- *   -> router.ts (candidates for the model) -> forward.ts (provider module sends upstream,
- *   fallback before the first byte) -> stream.ts (SSE piped back) -> usage meter (batched).
+ *   src/http/core.ts (surface, auth, limits; before the body is read) -> routes.ts (the
+ *   route its protocol's spec asks for, protocols/<name>.ts) -> forward.ts (candidates from
+ *   router.ts, the provider module sends upstream, fallback before the first byte, SSE piped
+ *   back by stream.ts with the spec's codec, one usage record).
  */
 export const gatewayModule: RouteModule = {
   surfaces: gatewaySurfaces,

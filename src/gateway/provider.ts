@@ -4,10 +4,9 @@
  * knows its vendor's URLs, credentials and header names, the gateway knows none of them.
  */
 
-/** Wire protocols of the model surfaces (one per surface family, named after the surface). */
-export type Protocol = "chat" | "messages" | "responses" | "generateContent" | "interactions";
+import type { Protocol } from "./protocols";
 
-export const PROTOCOLS: readonly Protocol[] = ["chat", "messages", "responses", "generateContent", "interactions"];
+export type { Protocol };
 
 export interface UpstreamRequest {
   protocol: Protocol;
@@ -21,6 +20,10 @@ export interface UpstreamRequest {
   signal: AbortSignal;
   /** Interactions: read one upstream Interaction by id (GET) instead of creating one. */
   interactionId?: string;
+  /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
+  traceparent?: string;
+  /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
+  json?: Record<string, unknown>;
 }
 
 export interface ModelProvider {
@@ -122,7 +125,7 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
     send(req) {
       return fetch(base + spec.path(req), {
         method: req.body === undefined ? "GET" : "POST",
-        headers: spec.headers(req),
+        headers: req.traceparent ? { ...spec.headers(req), traceparent: req.traceparent } : spec.headers(req),
         body: req.body,
         signal: req.signal,
         // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.

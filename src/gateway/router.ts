@@ -3,7 +3,8 @@ import { ApiError } from "../http/errors";
 import { vendorProviderHint } from "./hints";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";
-import { type GenerationType, type ModelProvider, PROTOCOLS, type Protocol } from "./provider";
+import { type Protocol, PROTOCOL_SPECS, PROTOCOLS } from "./protocols";
+import type { GenerationType, ModelProvider } from "./provider";
 
 /** One upstream option for a request: a provider instance and the model id it knows. */
 export interface Candidate {
@@ -32,17 +33,9 @@ interface Native {
   native: (p: ProviderEntry) => boolean;
 }
 
-const PROTOCOL_NAMES: Record<Protocol, string> = {
-  chat: "chat completions",
-  messages: "messages",
-  responses: "responses",
-  generateContent: "generateContent",
-  interactions: "Interactions",
-};
-
 /** Per protocol, built once: the hot path allocates nothing for it. */
 const PROTOCOL_NATIVE = Object.fromEntries(
-  (Object.keys(PROTOCOL_NAMES) as Protocol[]).map((p) => [p, { label: `${PROTOCOL_NAMES[p]} protocol`, native: (e: ProviderEntry) => e.serves.includes(p) }]),
+  PROTOCOL_SPECS.map((spec) => [spec.name, { label: `${spec.label} protocol`, native: (e: ProviderEntry) => e.serves.includes(spec.name) }]),
 ) as Record<Protocol, Native>;
 
 /**
@@ -55,6 +48,8 @@ const PROTOCOL_NATIVE = Object.fromEntries(
 export class Router {
   /** Consecutive failures and cool-down end per candidate key; only candidates that failed have an entry. */
   private readonly health = new Map<string, { failures: number; until: number }>();
+  /** Told when a candidate enters (or stays in) cool-down (metrics). */
+  onCooldown?: (c: Candidate) => void;
   /** Resolutions from routes and the catalog (a bounded set), per protocol and model. */
   private readonly cache = new Map<string, Candidate[]>();
 
@@ -178,7 +173,10 @@ export class Router {
   failed(c: Candidate): void {
     const h = this.health.get(c.key) ?? { failures: 0, until: 0 };
     h.failures++;
-    if (h.failures >= this.config.options.cooldownFailures) h.until = Date.now() + this.config.options.cooldownSeconds * 1000;
+    if (h.failures >= this.config.options.cooldownFailures) {
+      h.until = Date.now() + this.config.options.cooldownSeconds * 1000;
+      this.onCooldown?.(c);
+    }
     this.health.set(c.key, h);
   }
 

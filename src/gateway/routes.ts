@@ -1,144 +1,135 @@
+import type { TSchema } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
 import type { Services } from "../services";
-import { checkSystemLength, gatewayFor, textOf } from "./gateway";
+import { gatewayFor } from "./gateway";
 import { createInteraction, getInteraction } from "./interactions";
 import { genvendorModelRoutes, modelRoutes } from "./models";
+import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
+import type { ModelInPathRoute } from "./protocols/spec";
 import { responds, sse } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
-import { CHAT_EVENTS, ChatCompletion, GENERATE_CONTENT_EVENTS, GenerateContentResponse, Interaction, INTERACTION_EVENTS, Message, MESSAGES_EVENTS, ResponseObject, RESPONSES_EVENTS } from "./response-schemas";
-import { ChatBody, GenerateContentBody, InteractionBody, MAX_SYSTEM_CHARS, MessagesBody, ResponsesBody } from "./schemas";
-
-const GENERATE = /^\/v1(beta)?\/models\/[^/]+:(generateContent|streamGenerateContent)$/;
+import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
 
 /**
- * Model surfaces (spec: Authentication and Errors tables): family, credentials and the
- * spending-limit status per surface. `spendLimitStatus` also marks them as model
- * surfaces for rate limiting.
+ * Model surfaces (spec: Authentication and Errors tables): each protocol's own, from its
+ * spec, then the listings. `spendLimitStatus` also marks them as model surfaces for rate
+ * limiting.
  */
 export const gatewaySurfaces: Surface[] = [
-  { prefix: "/v1/chat/completions", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402, passThrough: true },
-  { prefix: "/v1/responses", family: "chat", credentials: "bearer", scope: "models", spendLimitStatus: 402, passThrough: true },
-  { prefix: "/v1/messages", family: "messages", credentials: "messages", scope: "models", spendLimitStatus: 403, passThrough: true },
+  ...PROTOCOL_SPECS.flatMap(surfacesOf),
+  // The rest of the generative-vendor API (model listing, Interactions, unknown methods) speaks that family too.
   { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
-  // The generative-vendor SDK defaults to API version v1: the same handlers under /v1.
-  { prefix: "/v1/models", pattern: GENERATE, family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
-  { prefix: "/v1/interactions", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403 },
   { prefix: "/v1/models", family: "chat", credentials: "bearer", scope: "models" },
   { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models" },
 ];
 
+/** Generative-vendor API versions: its SDK defaults to v1, the spec documents v1beta; both are served alike. */
+const GENVENDOR_VERSIONS = ["/v1beta", "/v1"] as const;
+
 const tags = ["model gateway"];
 
+const modelsInPath = () => PROTOCOL_SPECS.flatMap((spec) => (spec.route.kind === "model-in-path" ? [spec.route as ModelInPathRoute] : []));
+
 /**
- * `{model}:generateContent` is one router parameter (model names may hold anything but
- * '/'); clients call two paths, published as such. The catalog lookup takes model ids
- * with slashes, hence a wildcard route, published with its parameter.
+ * `{model}:{action}` is one router parameter (model names may hold anything but '/');
+ * clients call one path per action, published as such with that action's protocol body
+ * and answers. The catalog lookup takes model ids with slashes, hence a wildcard route,
+ * published with its parameter.
  */
 export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromEntries([
-  ...["/v1beta", "/v1"].map((v) => {
+  ...GENVENDOR_VERSIONS.map((v) => {
     const suffix = v === "/v1" ? "V1" : "";
     const model = { model: "Model id (`models/` prefix optional), a route or `<provider>/<model>`" };
     return [
       `${v}/models/{call}`,
-      [
-        { path: `${v}/models/{model}:generateContent`, operationId: `generateContent${suffix}`, summary: `Generate content (${v})`, params: model },
-        { path: `${v}/models/{model}:streamGenerateContent`, operationId: `streamGenerateContent${suffix}`, summary: `Generate content as a stream (${v})`, params: model },
-      ],
+      modelsInPath().flatMap((route) =>
+        Object.entries(route.actions).map(([action, { stream }]) => ({
+          path: `${v}/models/{model}:${action}`,
+          operationId: `${action}${suffix}`,
+          summary: `${route.summary}${stream ? " as a stream" : ""} (${v})`,
+          params: model,
+          body: route.body,
+          declared: responds({ 200: route.success }, [...route.errors]),
+        })),
+      ),
     ];
   }),
   ["/v1/models/*", [{ path: "/v1/models/{id_or_name}", params: { id_or_name: "Model id, catalog display name, or `<provider>/<model>`" } }]],
 ]);
+const NO_OPTIONS = {};
+
+/** A validated body that names its model (the schemas of model-in-body routes require `model`). */
+type ModelBody = Record<string, unknown> & { model: string };
+
 // Handlers destructure the context: Elysia prepares only what a handler names (a handler
 // that hands its whole context to a function gets headers, cookies and query parsed on
 // every request).
 
 export function gatewayRoutes(s: Services) {
   const g = gatewayFor(s);
-  const app = new Elysia()
-    .use(requestContext)
-    .post(
-      "/v1/chat/completions",
+  const app = new Elysia().use(requestContext);
+  // POST <path> with the model in the body: one route per protocol spec.
+  for (const spec of PROTOCOL_SPECS) {
+    const route = spec.route;
+    if (route.kind !== "model-in-body") continue;
+    const { name, forceUsage } = spec;
+    const check = route.check;
+    app.post(
+      route.path,
       ({ body, request, auth, requestId, startedAt }) => {
-        let system = 0;
-        for (const m of body.messages) if (m.role === "system" || m.role === "developer") system += textOf(m.content).length;
-        if (system > MAX_SYSTEM_CHARS) throw new ApiError(400, `the system prompt must be at most ${MAX_SYSTEM_CHARS} characters (got ${system})`);
-        // Usage is read from the stream's last chunk; ask for it when the client did not,
-        // and drop that chunk again on the way back.
-        const wantsUsage = body.stream_options?.include_usage === true;
-        const patch = body.stream === true && !wantsUsage ? { stream_options: { ...(body.stream_options ?? {}), include_usage: true } } : undefined;
-        return g.forwardJson("chat", { request, auth, requestId, startedAt }, body, { patch, stripUsage: patch !== undefined });
+        check?.(body);
+        const patch = forceUsage?.(body as ModelBody);
+        return g.forwardJson(name, { request, auth, requestId, startedAt }, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
       },
-      {
-        body: ChatBody,
-        detail: {
-          tags,
-          operationId: "createChatCompletion",
-          ...responds({ 200: sse(CHAT_EVENTS, ChatCompletion) }, [404, 502, 503, 504]),
-          summary: "Chat completions",
-          description:
-            "OpenAI-compatible chat completions. `model` is a public model name, a configured route or `<provider>/<model>`. Streams (`stream: true`) are SSE ending with `data: [DONE]`. Errors before streaming use the chat error shape; after streaming started they arrive as a `data: {\"error\":...}` chunk. 402 when the key's spending limit is reached.",
-        },
-      },
-    )
-    .post(
-      "/v1/messages",
-      ({ body, request, auth, requestId, startedAt }) => {
-        checkSystemLength(textOf(body.system), "system");
-        return g.forwardJson("messages", { request, auth, requestId, startedAt }, body);
-      },
-      {
-        body: MessagesBody,
-        detail: {
-          tags,
-          operationId: "createMessage",
-          ...responds({ 200: sse(MESSAGES_EVENTS, Message) }, [404, 502, 503, 504, 529]),
-          summary: "Messages",
-          description:
-            "Messages protocol. Credentials: `x-api-key`, then Bearer. `anthropic-version` (neutral spelling `msgvendor-version`) defaults to 2023-06-01 and is forwarded; `anthropic-beta` (`msgvendor-beta`) is forwarded, filtered by the provider's compatibility rules. Streams keep the strict event order and get `ping` events about every 15 s while idle. 403 when the key's spending limit is reached.",
-        },
-      },
-    )
-    .post(
-      "/v1/responses",
-      ({ body, request, auth, requestId, startedAt }) => {
-        checkSystemLength(typeof body.instructions === "string" ? body.instructions : undefined, "instructions");
-        return g.forwardJson("responses", { request, auth, requestId, startedAt }, body);
-      },
-      { body: ResponsesBody, detail: { tags, operationId: "createResponse", ...responds({ 200: sse(RESPONSES_EVENTS, ResponseObject) }, [404, 502, 503, 504]), summary: "Responses", description: "Responses protocol, forwarded to providers that speak it natively. 402 when the key's spending limit is reached." } },
+      { body: route.body, detail: { tags, operationId: route.operationId, ...responds({ 200: route.success }, [...route.errors]), summary: route.summary, description: route.description } },
     );
-  for (const v of ["/v1beta", "/v1"]) {
+  }
+  // POST {version}/models/{model}:{action}: the action picks the protocol (and whether it streams).
+  // Each action's body is checked against its own protocol's schema: the route's schema
+  // (a union, for the OpenAPI document) would accept an embedContent body on
+  // generateContent, or report a generateContent rule to an embedContent call.
+  const actions = new Map<string, { name: Protocol; stream: boolean; check?: (body: unknown) => void; valid: (body: unknown) => void }>();
+  const inPath = [];
+  for (const spec of PROTOCOL_SPECS) {
+    const route = spec.route;
+    if (route.kind !== "model-in-path") continue;
+    inPath.push(route);
+    const valid = bodyChecker(route.body, spec.label);
+    for (const [action, { stream }] of Object.entries(route.actions)) actions.set(action, { name: spec.name, stream, check: route.check, valid });
+  }
+  for (const v of GENVENDOR_VERSIONS) {
     // The same operations under /v1 (the vendor SDK's default API version) get their own ids.
     const id = (name: string) => (v === "/v1" ? `${name}V1` : name);
-    app
-      .post(
+    if (inPath.length) {
+      app.post(
         `${v}/models/:call`,
         ({ body, params, request, auth, requestId, startedAt }) => {
           const call = params.call;
           const colon = call.lastIndexOf(":");
           const action = colon < 0 ? "" : call.slice(colon + 1);
-          if (action !== "generateContent" && action !== "streamGenerateContent") throw new ApiError(404, `unknown method '${action || call}'`);
+          const target = actions.get(action);
+          if (!target) throw new ApiError(404, `unknown method '${action || call}'`);
           const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
-          const sys = body.systemInstruction;
-          checkSystemLength(typeof sys === "string" ? sys : textOf((sys as { parts?: unknown })?.parts), "systemInstruction");
-          return g.forwardPathModel("generateContent", { request, auth, requestId, startedAt }, model, action === "streamGenerateContent", body);
+          if (inPath.length > 1) target.valid(body);
+          target.check?.(body);
+          return g.forwardPathModel(target.name, { request, auth, requestId, startedAt }, model, target.stream, body);
         },
         {
-          body: GenerateContentBody,
+          body: inPath.length === 1 ? inPath[0].body : t.Union(inPath.map((r) => r.body)),
           params: t.Object({ call: t.String() }),
-          detail: {
-            tags,
-            ...responds({ 200: sse(GENERATE_CONTENT_EVENTS, GenerateContentResponse) }, [404, 501, 502, 503, 504]),
-            summary: `generateContent / streamGenerateContent (${v})`,
-            description:
-              "Generative-vendor native protocol: `{model}:generateContent`, or `{model}:streamGenerateContent` for SSE. Credentials: `x-goog-api-key` (neutral `x-genvendor-api-key`), Bearer, or `?key=`. 403 when the key's spending limit is reached.",
-          },
+          // Published per action (gatewayDocumentPaths), each with its own body and answers.
+          detail: { tags, ...responds({ 200: inPath[0].success }, [...inPath[0].errors]), summary: `${inPath.map((r) => r.summary).join(" / ")} (${v})`, description: inPath.map((r) => r.description).join(" ") },
         },
-      )
-      .post(`${v}/interactions`, ({ body, request, auth, requestId, startedAt }) => createInteraction(g, { request, auth, requestId, startedAt }, body, v), {
-        body: InteractionBody,
+      );
+    }
+    // Interactions are a resource (create, then read by id) with routes of their own.
+    app
+      .post(`${v}/interactions`, ({ body, request, auth, requestId, startedAt }) => createInteraction(g, { request, auth, requestId, startedAt }, body as ModelBody, v), {
+        body: protocolSpec("interactions").route.body,
         detail: {
           tags,
           operationId: id("createInteraction"),
@@ -154,4 +145,19 @@ export function gatewayRoutes(s: Services) {
       });
   }
   return app.use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+}
+
+/**
+ * A compiled check of one protocol's body, throwing a 400 with the schema's own `error`
+ * text where it has one (as route validation does), else the failing field.
+ */
+function bodyChecker(schema: TSchema, label: string): (body: unknown) => void {
+  const compiled = TypeCompiler.Compile(schema);
+  return (body) => {
+    if (compiled.Check(body)) return;
+    const first = compiled.Errors(body).First();
+    const custom = (first?.schema as { error?: unknown } | undefined)?.error;
+    const field = first?.path ? first.path.slice(1).replaceAll("/", ".") : "body";
+    throw new ApiError(400, typeof custom === "string" ? custom : `invalid ${label} request: ${field}: ${first?.message ?? "does not match the schema"}`);
+  };
 }

@@ -1,7 +1,6 @@
 import type { ProtocolCodec, StreamEvent, Usage } from "./protocols";
 
 const encoder = new TextEncoder();
-const PING = encoder.encode('event: ping\ndata: {"type": "ping"}\n\n');
 const IDLE = Symbol("idle");
 // Buffer.toString of a range costs several times a TextDecoder's decode of a subarray.
 const utf8 = new TextDecoder();
@@ -12,8 +11,10 @@ export interface PipeOptions {
   codec: ProtocolCodec;
   /** Drop the usage-only chunk (we asked upstream for usage, the client did not). */
   strip: boolean;
-  /** Send a `ping` event after this much upstream silence (messages protocol); 0 = never. */
+  /** Send `ping` after this much upstream silence; 0 = never. */
   pingMs: number;
+  /** The protocol's keep-alive event (see ProtocolSpec.ping). */
+  ping?: Uint8Array;
   usage: Usage;
   /** Called once when the stream ends, fails or the client goes away, with the final status. */
   finish(status: number): void;
@@ -114,8 +115,8 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
         if (gone) return;
         if (r === IDLE) {
           // Only between events, never inside one, and never before the first event.
-          if (tap.atBoundary() && tap.events > 0) {
-            await controller.write(PING);
+          if (tap.atBoundary() && tap.events > 0 && o.ping) {
+            await controller.write(o.ping);
             await controller.flush();
           }
           continue;

@@ -1,5 +1,4 @@
 import type { RouteModule } from "../http/route-module";
-import { egressPolicyFromEnv } from "../egress";
 import { CallbackWorker } from "./callbacks";
 import { generationRoutes, generationSurfaces } from "./routes";
 import { generationFor } from "./service";
@@ -19,7 +18,7 @@ export const generationModule: RouteModule = {
   async start(s) {
     const g = generationFor(s);
     const worker = new PredictionWorker(g);
-    const callbacks = new CallbackWorker(g, egressPolicyFromEnv(s.config.env));
+    const callbacks = new CallbackWorker(g, s.config.egress);
     worker.start();
     callbacks.start();
     let sweeping: Promise<void> | undefined;

@@ -8,7 +8,9 @@
  * catalog has a token price).
  */
 import type { Catalog } from "../catalog";
-import { ConfigError } from "../config";
+import { type Static, Type } from "@sinclair/typebox";
+import { ConfigError } from "../settings";
+import { sectionProblem } from "../settings/config-section";
 import type { GenerationType, GenerationUsage } from "../gateway/provider";
 
 export interface UnitPrice {
@@ -100,22 +102,32 @@ function requestedUnits(type: GenerationType, input: Record<string, unknown>) {
   };
 }
 
+const Price = Type.Number({ minimum: 0 });
+const OverridesSection = Type.Object(
+  {
+    prices: Type.Optional(
+      Type.Record(
+        Type.String({ minLength: 1 }),
+        Type.Object(
+          {
+            type: Type.Optional(Type.Union([Type.Literal("image"), Type.Literal("audio"), Type.Literal("video")])),
+            perImage: Type.Optional(Price),
+            perSecond: Type.Optional(Price),
+            perMCharacters: Type.Optional(Price),
+            perRequest: Type.Optional(Price),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+/** The `generation` section of CONFIG_FILE: `{ "prices": { "<model>": { "perImage": 0.04 } } }`. */
 function parseOverrides(section: unknown): Record<string, UnitPrice> {
   if (section === undefined) return {};
-  const prices = (section as { prices?: unknown })?.prices;
-  if (typeof section !== "object" || section === null || (prices !== undefined && (typeof prices !== "object" || prices === null))) {
-    throw new ConfigError("CONFIG_FILE generation: expected { \"prices\": { \"<model>\": { \"perImage\": 0.04 } } }");
-  }
-  const out: Record<string, UnitPrice> = {};
-  for (const [model, p] of Object.entries((prices ?? {}) as Record<string, Record<string, unknown>>)) {
-    for (const [k, v] of Object.entries(p ?? {})) {
-      if (k === "type") {
-        if (v !== "image" && v !== "audio" && v !== "video") throw new ConfigError(`CONFIG_FILE generation.prices.${model}.type must be image, audio or video`);
-      } else if (!["perImage", "perSecond", "perMCharacters", "perRequest"].includes(k) || typeof v !== "number" || !(v >= 0)) {
-        throw new ConfigError(`CONFIG_FILE generation.prices.${model}.${k}: unknown field or not a non-negative number`);
-      }
-    }
-    out[model] = p as UnitPrice;
-  }
-  return out;
+  const problem = sectionProblem(OverridesSection, section, "CONFIG_FILE generation");
+  if (problem) throw new ConfigError(problem);
+  return (section as Static<typeof OverridesSection>).prices ?? {};
 }

@@ -3,7 +3,7 @@ import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
-import { checkTarget, EgressRefused, egressPolicyFromEnv } from "../egress";
+import { checkTarget, EgressRefused } from "../egress";
 import { gatewayFor } from "../gateway/gateway";
 import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
@@ -129,7 +129,7 @@ function servedType(ct: string): string {
 
 export function generationRoutes(s: Services) {
   const g = generationFor(s);
-  const egress = egressPolicyFromEnv(s.config.env);
+  const egress = s.config.egress;
 
   /** Spec webhook_url rule 1: non-empty string, valid URL, safe, public https (http only to EGRESS_ALLOW_CIDRS). */
   async function callbackTarget(value: unknown): Promise<string> {

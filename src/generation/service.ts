@@ -3,6 +3,8 @@
  * router candidates), submission with the spending check, the terminal transition
  * (state + event + media rows in one transaction) and settlement of the cost.
  */
+import { isSpendPeriod, spentInPeriod } from "../budgets/period";
+import { clockOf } from "../clock";
 import { randomBytes } from "node:crypto";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { AUTH_MESSAGES, type AuthContext } from "../http/auth";
@@ -15,8 +17,9 @@ import type { GeneratedFile, GenerationType, GenerationUsage } from "../gateway/
 import type { Candidate } from "../gateway/router";
 import { newId } from "../ids";
 import { usageMeterFor } from "../metering";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
-import { type GenerationSettings, generationSettings } from "./config";
+import type { GenerationSettings } from "./config";
 import { GenerationPricing } from "./pricing";
 import { generationMedia, predictions } from "./schema";
 import { defaultMediaStore, extensionFor, type MediaStore } from "./storage";
@@ -48,7 +51,7 @@ export class Generation {
   wakeWorker: () => void = () => {};
 
   constructor(readonly s: Services) {
-    this.settings = generationSettings(s.config.env);
+    this.settings = { ...s.config.generation, publicUrl: s.config.publicUrl };
     this.pricing = new GenerationPricing(catalogFor(s), s.config.file.generation);
     this.store = defaultMediaStore(s.config.dataDir, this.settings.mediaDir);
   }
@@ -94,12 +97,24 @@ export class Generation {
       const [key] =
         auth.key.spendingLimit === null
           ? []
-          : rowsOf<{ spending_limit: string | null; spent: string }>(await tx.execute(sql`select spending_limit, spent from api_keys where id = ${auth.key.id} for update`));
+          : rowsOf<{ spending_limit: string | null; spend_period: string; spent: string; period_spent: string; period_start: string | Date | null }>(
+              await tx.execute(sql`select spending_limit, spend_period, spent, period_spent, period_start from api_keys where id = ${auth.key.id} for update`),
+            );
       if (key?.spending_limit !== null && key?.spending_limit !== undefined) {
         const [r] = rowsOf<{ reserved: string }>(
           await tx.execute(sql`select coalesce(sum(estimated_cost), 0) as reserved from predictions where key_id = ${auth.key.id} and settlement = 'pending'`),
         );
-        if (Number(key.spent) + Number(r.reserved) + estimate > Number(key.spending_limit)) {
+        const spent = spentInPeriod(
+          {
+            spendingLimit: Number(key.spending_limit),
+            spendPeriod: isSpendPeriod(key.spend_period) ? key.spend_period : "none",
+            spent: Number(key.spent),
+            periodSpent: Number(key.period_spent),
+            periodStart: key.period_start === null ? null : new Date(key.period_start),
+          },
+          clockOf(this.s).now(),
+        );
+        if (spent + Number(r.reserved) + estimate > Number(key.spending_limit)) {
           throw new ApiError(402, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
         }
       }
@@ -222,6 +237,7 @@ export class Generation {
       return undefined;
     }
     for (const w of this.waiters.get(row.id) ?? []) w();
+    observabilityFor(this.s)?.taskFinished(done.generationType, done.status);
     // Off the worker slot: charging waits for the usage meter's next batch write, and the
     // next task should not. Shutdown awaits these; a crash leaves them to the sweeper.
     const settling = this.settle(done, true)

@@ -59,7 +59,7 @@ export interface MediaSource {
   base: string;
   /** Credentials, sent to the base URL's origin only. */
   headers: Record<string, string>;
-  /** The egress rules for every other origin (egressPolicyFromEnv). */
+  /** The egress rules for every other origin (EGRESS_ALLOW_CIDRS). */
   egress: EgressPolicy;
 }
 

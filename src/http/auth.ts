@@ -65,7 +65,7 @@ function queryKey(url: string): string | undefined {
 
 const authError = (status: number, message: string) => new ApiError(status, message, { auth: true });
 
-/** Checks a key against the cache; throws the spec's 401/402/403 errors. */
+/** Checks a key against the cache; throws the spec's 401/403 errors. */
 export function checkKey(record: KeyRecord | null, surface: Surface, now = Date.now()): AuthContext {
   if (!record) throw authError(401, AUTH_MESSAGES.invalid);
   if (!record.enabled) throw authError(401, AUTH_MESSAGES.revoked);
@@ -73,9 +73,7 @@ export function checkKey(record: KeyRecord | null, surface: Surface, now = Date.
   if (surface.scope && record.scopes.length > 0 && !record.scopes.includes(surface.scope)) {
     throw new ApiError(403, AUTH_MESSAGES.scope, { code: "insufficient_scope" });
   }
-  if (surface.spendLimitStatus && record.spendingLimit !== null && record.spent >= record.spendingLimit) {
-    throw new ApiError(surface.spendLimitStatus, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
-  }
+  // Spending limits (the key's and its organization's) are checked next, by src/budgets.
   return { key: record, organizationId: record.organizationId };
 }
 
@@ -107,7 +105,7 @@ export function checkAdmin(request: Request, adminToken: string | undefined, loc
 }
 
 /** Constant-time comparison: the time taken must not tell how much of a guess was right. */
-function sameSecret(given: string, secret: string): boolean {
+export function sameSecret(given: string, secret: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(secret);
   return a.length === b.length && timingSafeEqual(a, b);

@@ -1,9 +1,11 @@
 import { Elysia } from "elysia";
 import type { AuthCache } from "../keys/auth-cache";
 import type { Logger } from "../log";
+import type { Observability } from "../observability/observability";
 import { type AuthContext, authenticate, checkAdmin } from "./auth";
 import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } from "./body";
 import { ApiError, errorBody, errorResponse, toApiError } from "./errors";
+import { modelAccessFields, modelAccessOf } from "./model-access";
 import { requestIdFor } from "./request-id";
 import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
 
@@ -33,6 +35,8 @@ export interface CoreDeps {
   afterAuth?: AfterAuthHook[];
   /** Sends a request through the app from the top (the asynchronous admission path); set by createApp. */
   dispatch?: (request: Request) => Response | Promise<Response>;
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
 }
 
 /** What admission found out about a request (copied onto Elysia's context by the hook). */
@@ -59,6 +63,7 @@ export function corePlugin(deps: CoreDeps) {
   const { surfaces, authCache, log, bodyLimitBytes, adminToken, localAdminToken } = deps;
   const afterAuth = deps.afterAuth ?? [];
   const accessLog = log.enabled("info");
+  const observe = deps.observe;
 
   /**
    * Requests whose checks finished asynchronously (see `later`), dispatched once more:
@@ -78,8 +83,10 @@ export function corePlugin(deps: CoreDeps) {
     const url = request.url;
     const pathStart = url.indexOf("/", url.indexOf("//") + 2);
     const queryStart = url.indexOf("?", pathStart);
-    const surface = surfaces.match(queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart));
+    const path = queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
+    const surface = surfaces.match(path);
     c.surface = surface;
+    if (observe) observe.requestStarted(request, path);
     if (resumed) {
       c.auth = resumed.auth;
       return c;
@@ -135,6 +142,7 @@ export function corePlugin(deps: CoreDeps) {
       if (err.status >= 500) log.error("request failed", { requestId: a.requestId, err: e });
       // Refused before reaching a route, so no after-response hook sees it: log it here.
       if (accessLog) logAccess(a.requestId, request.method, new URL(request.url).pathname, err.status, a.startedAt, undefined);
+      if (observe) observe.requestFinished(request, a.surface, undefined, err.status, undefined);
       return errorResponse(a.surface.family, err, { "x-request-id": a.requestId });
     }
   };
@@ -142,12 +150,23 @@ export function corePlugin(deps: CoreDeps) {
   // The access log line, serialized by hand (see Logger.raw): the request id is ours or
   // passed the SANE check and organization ids are ours; the method and path are
   // client-chosen and escaped unless they hold only characters JSON leaves as they are.
-  const logAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined) =>
+  const writeAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined, model: string) =>
     log.raw(
       "info",
       "request",
-      `"requestId":"${requestId}","method":${jsonString(method)},"path":${jsonString(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}`,
+      `"requestId":"${requestId}","method":${jsonString(method)},"path":${jsonString(path ?? "")},"status":${status},"durationMs":${Math.round((performance.now() - startedAt) * 100) / 100 || 0}${org ? `,"org":"${org}"` : ""}${model}`,
     );
+  // A model request's line carries what the gateway noted (model, provider, attempts,
+  // tokens, cost); a stream's waits until the stream has ended and its usage is known.
+  const logAccess = (requestId: string, method: string, path: string | undefined, status: number, startedAt: number, org: string | undefined, request?: Request) => {
+    const model = request ? modelAccessOf(request) : undefined;
+    if (!model) return writeAccess(requestId, method, path, status, startedAt, org, "");
+    if (model.open && status < 300) {
+      model.deferred = (final) => writeAccess(requestId, method, path, final, startedAt, org, modelAccessFields(model));
+      return;
+    }
+    writeAccess(requestId, method, path, status, startedAt, org, modelAccessFields(model));
+  };
 
   const core = new Elysia({ name: "core" })
     .use(requestContext)
@@ -174,19 +193,21 @@ export function corePlugin(deps: CoreDeps) {
       c.set.headers["content-type"] = "application/json";
       const requestId = (c as { requestId?: string }).requestId;
       if (requestId) c.set.headers["x-request-id"] = requestId;
-      if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId);
+      if (err.options.headers) Object.assign(c.set.headers, err.options.headers);
+      if (accessLog) logAccess((c as { requestId?: string }).requestId ?? "", c.request.method, c.path, err.status, (c as { startedAt?: number }).startedAt || performance.now(), (c as { auth?: AuthContext }).auth?.organizationId, c.request);
+      if (observe) observe.requestFinished(c.request, surface, (c as { route?: string }).route, err.status, (c as { auth?: AuthContext }).auth?.organizationId);
       return errorBody(surface.family, err);
     });
   // X-Request-ID goes on the response here, once the handler has produced it (errors get it
   // in onError, refusals on the waiting path in `later`). Not through `set.headers` up
   // front: Elysia copies a handler's own Response into a new one (new headers, the body
-  // re-wrapped) whenever `set.headers` is not empty, which cost the model gateway, whose
-  // handlers all return a Response, about 7 us per request. A Response with immutable
+  // re-wrapped) whenever `set.headers` is not empty, a copy per request on the model gateway,
+  // whose handlers all return a Response. A Response with immutable
   // headers (handed through from a fetch) takes the copying path instead.
   // The access log line is written here too when enabled: synchronously, when the handler
   // has produced its response (for a stream: its status and headers), not after it was
   // sent (an after-response hook costs a setImmediate and an async closure per request).
-  core.onAfterHandle({ as: "global" }, function stampResponse({ request, path, set, responseValue, requestId, startedAt, auth }) {
+  core.onAfterHandle({ as: "global" }, function stampResponse({ request, path, route, set, responseValue, requestId, startedAt, auth, surface }) {
     if (responseValue instanceof Response) {
       try {
         responseValue.headers.set("x-request-id", requestId);
@@ -196,7 +217,11 @@ export function corePlugin(deps: CoreDeps) {
     } else {
       set.headers["x-request-id"] = requestId;
     }
-    if (accessLog) logAccess(requestId, request.method, path, responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200, startedAt, auth?.organizationId);
+    if (accessLog || observe) {
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+      if (accessLog) logAccess(requestId, request.method, path, status, startedAt, auth?.organizationId, request);
+      if (observe) observe.requestFinished(request, surface, route, status, auth?.organizationId);
+    }
   });
   return core;
 }

@@ -31,6 +31,8 @@ export interface ApiErrorOptions {
   code?: string;
   /** Chat family `param`. */
   param?: string;
+  /** Response headers that go with the error (e.g. `retry-after`). */
+  headers?: Record<string, string>;
 }
 
 export class ApiError extends Error {
@@ -133,6 +135,7 @@ export function errorResponse(family: ErrorFamily, err: ApiError, headers?: Reco
     headers: { "content-type": "application/json" },
   });
   if (headers) for (const [k, v] of Object.entries(headers)) res.headers.set(k, v);
+  if (err.options.headers) for (const [k, v] of Object.entries(err.options.headers)) res.headers.set(k, v);
   return res;
 }
 

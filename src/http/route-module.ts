@@ -9,6 +9,8 @@ export interface RouteModule {
   routes: (s: Services) => Elysia<any, any, any, any, any, any, any>;
   /** Router paths published in the OpenAPI document under other paths (src/openapi/paths.ts). */
   documentPaths?: Record<string, DocumentPath[]>;
+  /** Its routes read request bodies themselves (streams, other wire formats): no JSON body parser. */
+  rawBodies?: boolean;
   /**
    * Background work of the domain (workers, reapers), started once the database is
    * ready. The returned function runs at shutdown, before the database closes.

@@ -2,7 +2,7 @@ import type { Config } from "../config";
 import { openDatabase } from "../db/client";
 import { DataDirLockedError } from "../db/data-dir";
 import { keyJson, organizationJson } from "./admin-routes";
-import { KeyRepository, type NewKey } from "./keys";
+import { type BudgetPatch, type KeyPatch, KeyRepository, type NewKey } from "./keys";
 import { readAdminEndpoint } from "./local-admin";
 
 type OrganizationJson = ReturnType<typeof organizationJson>;
@@ -12,12 +12,14 @@ type KeyJson = ReturnType<typeof keyJson>;
 export interface KeyAdmin {
   /** Set when the commands go through a running service (its pid). */
   servicePid?: number;
-  createOrganization(name: string): Promise<OrganizationJson>;
+  createOrganization(name: string, budget?: BudgetPatch): Promise<OrganizationJson>;
+  updateOrganization(id: string, patch: BudgetPatch): Promise<OrganizationJson>;
   listOrganizations(): Promise<OrganizationJson[]>;
   findOrganization(idOrName: string): Promise<OrganizationJson | undefined>;
   createKey(input: NewKey): Promise<KeyJson & { key: string }>;
   listKeys(organizationId?: string): Promise<KeyJson[]>;
   revokeKey(id: string): Promise<KeyJson>;
+  updateKey(id: string, patch: KeyPatch): Promise<KeyJson>;
   close(): Promise<void>;
 }
 
@@ -59,8 +61,9 @@ export async function openKeyAdmin(config: Config): Promise<KeyAdmin> {
 
 function directAdmin(repo: KeyRepository, close: () => Promise<void>): KeyAdmin {
   return {
-    createOrganization: async (name) => organizationJson(await repo.createOrganization(name)),
-    listOrganizations: async () => (await repo.listOrganizations()).map(organizationJson),
+    createOrganization: async (name, budget) => organizationJson(await repo.createOrganization(name, budget)),
+    updateOrganization: async (id, patch) => organizationJson(await repo.updateOrganization(id, patch, new Date())),
+    listOrganizations: async () => (await repo.listOrganizations()).map((o) => organizationJson(o)),
     findOrganization: async (idOrName) => {
       const org = await repo.findOrganization(idOrName);
       return org && organizationJson(org);
@@ -69,8 +72,9 @@ function directAdmin(repo: KeyRepository, close: () => Promise<void>): KeyAdmin 
       const { record, key } = await repo.createKey(input);
       return { ...keyJson(record), key };
     },
-    listKeys: async (organizationId) => (await repo.listKeys(organizationId)).map(keyJson),
+    listKeys: async (organizationId) => (await repo.listKeys(organizationId)).map((k) => keyJson(k)),
     revokeKey: async (id) => keyJson((await repo.revokeKey(id)).record),
+    updateKey: async (id, patch) => keyJson((await repo.updateKey(id, patch)).record),
     close,
   };
 }
@@ -105,12 +109,19 @@ function remoteAdmin(baseUrl: string, token: string, pid: number): KeyAdmin {
   const listOrganizations = () => call<OrganizationJson[]>("GET", "/admin/organizations");
   return {
     servicePid: pid,
-    createOrganization: (name) => call("POST", "/admin/organizations", { name }),
+    createOrganization: (name, budget = {}) => call("POST", "/admin/organizations", { name, ...wireBudget(budget) }),
+    updateOrganization: (id, patch) => call("PATCH", `/admin/organizations/${encodeURIComponent(id)}`, wireBudget(patch)),
     listOrganizations,
     findOrganization: async (idOrName) => (await listOrganizations()).find((o) => o.id === idOrName || o.name === idOrName),
-    createKey: (input) => call("POST", "/admin/keys", { ...input, expiresAt: input.expiresAt?.toISOString() }),
+    createKey: (input) => call("POST", "/admin/keys", { ...wireBudget(input), expiresAt: input.expiresAt?.toISOString() }),
+    updateKey: (id, patch) => call("PATCH", `/admin/keys/${encodeURIComponent(id)}`, { ...wireBudget(patch), expiresAt: patch.expiresAt?.toISOString() }),
     listKeys: (organizationId) => call("GET", `/admin/keys${organizationId ? `?organizationId=${encodeURIComponent(organizationId)}` : ""}`),
     revokeKey: (id) => call("POST", `/admin/keys/${encodeURIComponent(id)}/revoke`),
     close: async () => {},
   };
+}
+
+/** The admin API's spelling of a budget: `spendingPeriod` for the stored `spendPeriod`. */
+function wireBudget<T extends { spendPeriod?: unknown }>({ spendPeriod, ...rest }: T) {
+  return { ...rest, spendingPeriod: spendPeriod };
 }

@@ -1,3 +1,4 @@
+import { isSpendPeriod } from "../budgets/period";
 import type { Database } from "../db/client";
 import type { Logger } from "../log";
 import { hashKey, type KeyRecord, type KeyRepository } from "./keys";
@@ -27,9 +28,13 @@ function recordOf(c: ChangePayload): KeyRecord {
     name: c.name as string,
     keyPrefix: c.keyPrefix as string,
     enabled: c.enabled as boolean,
-    spendingLimit: c.spendingLimit === null ? null : Number(c.spendingLimit),
+    spendingLimit: c.spendingLimit === null || c.spendingLimit === undefined ? null : Number(c.spendingLimit),
+    spendPeriod: isSpendPeriod(c.spendPeriod) ? c.spendPeriod : "none",
     spent: Number(c.spent),
+    periodSpent: Number(c.periodSpent ?? 0),
+    periodStart: date(c.periodStart),
     rpm: (c.rpm as number | null) ?? null,
+    tpm: (c.tpm as number | null) ?? null,
     expiresAt: date(c.expiresAt),
     scopes: (c.scopes as string[] | null) ?? [],
     createdAt: date(c.createdAt)!,

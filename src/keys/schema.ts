@@ -1,9 +1,29 @@
 import { boolean, index, integer, numeric, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
+/**
+ * Budget columns, on keys and organizations alike (see src/budgets/period.ts): the limit,
+ * its reset period, and the spend the usage meter maintains (ever, and in the period that
+ * starts at `period_start`).
+ */
+const budgetColumns = () => ({
+  /** USD; null = no cap. */
+  spendingLimit: numeric("spending_limit", { precision: 18, scale: 6, mode: "number" }),
+  /** `none`, `daily`, `weekly` or `monthly` (UTC boundaries). */
+  spendPeriod: text("spend_period").notNull().default("none"),
+  /** USD spent so far (maintained by the gateway's usage meter). */
+  spent: numeric("spent", { precision: 18, scale: 6, mode: "number" }).notNull().default(0),
+  /** USD spent in the period that starts at `period_start`. */
+  periodSpent: numeric("period_spent", { precision: 18, scale: 6, mode: "number" }).notNull().default(0),
+  periodStart: timestamp("period_start", { withTimezone: true }),
+});
+
 export const organizations = pgTable("organizations", {
   id: text("id").primaryKey(),
   name: text("name").notNull().unique(),
+  ...budgetColumns(),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  /** Bumped on every change, as on keys. */
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
 /**
@@ -23,12 +43,11 @@ export const apiKeys = pgTable(
     /** First characters of the key, for recognising it in listings. */
     keyPrefix: text("key_prefix").notNull(),
     enabled: boolean("enabled").notNull().default(true),
-    /** USD; null = no cap. */
-    spendingLimit: numeric("spending_limit", { precision: 18, scale: 6, mode: "number" }),
-    /** USD spent so far through this key (maintained by the gateway's usage meter). */
-    spent: numeric("spent", { precision: 18, scale: 6, mode: "number" }).notNull().default(0),
+    ...budgetColumns(),
     /** Requests per minute; null = only the platform-wide cap applies. */
     rpm: integer("rpm"),
+    /** Input plus output tokens per minute (of finished requests); null = no cap. */
+    tpm: integer("tpm"),
     expiresAt: timestamp("expires_at", { withTimezone: true }),
     /** Empty = organization-level access to every public endpoint. */
     scopes: text("scopes").array().notNull().default([]),

@@ -1,38 +1,52 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../http/errors";
 import type { RouteModule } from "../http/route-module";
-import { intSetting } from "../config";
 import type { Services } from "../services";
+import { usageMeterFor } from "../metering";
 import { RedisRateLimiter } from "./redis";
+import { RedisTokenLimiter } from "./redis-tokens";
+import { LocalTokenLimiter, type TokenLimiter } from "./tokens";
 import { type LimitVerdict, LocalRateLimiter, type RateLimiter } from "./window";
 
 export { LocalRateLimiter, type RateLimiter, type LimitVerdict, WINDOW_MS } from "./window";
 export { RedisRateLimiter, SLIDING_WINDOW_LUA } from "./redis";
+export { LocalTokenLimiter, secondsUntilUnder, type TokenLimiter } from "./tokens";
+export { ADD_TOKENS_LUA, CHECK_TOKENS_LUA, RedisTokenLimiter } from "./redis-tokens";
 
 // The spec's messages, word for word. 429 bodies are flat on every surface, with no
-// Retry-After or X-RateLimit-* headers (spec: Errors, Limits).
+// Retry-After or X-RateLimit-* headers (spec: Errors, Limits); the token cap, which the
+// spec does not have, adds Retry-After (README: Tokens per minute).
 export const RATE_LIMIT_MESSAGES = {
   key: "API key rate limit exceeded",
   global: "global rate limit exceeded",
 } as const;
 
-const refused = (verdict: Exclude<LimitVerdict, null>) => new ApiError(429, RATE_LIMIT_MESSAGES[verdict], { flat: true, code: "rate_limit_exceeded" });
+/** A key's tokens-per-minute cap reached: also flat, with `retry-after` (see README, Rate limits). */
+export const TOKEN_LIMIT_MESSAGE = "API key token rate limit exceeded";
 
-/** RATE_LIMIT_RPM: the platform-wide cap in requests per minute (0 or unset: none). */
-export function globalLimitFrom(env: Record<string, string | undefined>): number {
-  return intSetting(env, "RATE_LIMIT_RPM", 0);
-}
+const tokensRefused = (seconds: number) =>
+  new ApiError(429, TOKEN_LIMIT_MESSAGE, { flat: true, code: "rate_limit_exceeded", headers: { "retry-after": String(seconds) } });
+
+const refused = (verdict: Exclude<LimitVerdict, null>) => new ApiError(429, RATE_LIMIT_MESSAGES[verdict], { flat: true, code: "rate_limit_exceeded" });
 
 /** The limiter the configuration asks for: shared through Redis with REDIS_URL, in-process otherwise. */
 export async function createRateLimiter(s: Services): Promise<RateLimiter> {
-  const globalLimit = globalLimitFrom(s.config.env);
+  const globalLimit = s.config.limits.globalRpm;
   if (!s.config.redisUrl) return new LocalRateLimiter(globalLimit);
   const limiter = new RedisRateLimiter({
     url: s.config.redisUrl,
-    prefix: s.config.env.REDIS_KEY_PREFIX ?? "gateway:",
+    prefix: s.config.limits.redisKeyPrefix,
     globalLimit,
     log: s.log,
   });
+  await limiter.start();
+  return limiter;
+}
+
+/** The token limiter the configuration asks for: shared through Redis with REDIS_URL, in-process otherwise. */
+export async function createTokenLimiter(s: Services): Promise<TokenLimiter> {
+  if (!s.config.redisUrl) return new LocalTokenLimiter();
+  const limiter = new RedisTokenLimiter({ url: s.config.redisUrl, prefix: s.config.limits.redisKeyPrefix, log: s.log });
   await limiter.start();
   return limiter;
 }
@@ -49,6 +63,31 @@ export const limitsModule: RouteModule = {
   routes: () => new Elysia({ name: "limits" }),
   async start(s) {
     const limiter = await createRateLimiter(s);
+    const tokens = await createTokenLimiter(s);
+    // Keys with a token cap, as their requests last showed them: only their tokens are
+    // counted, so keys without one cost nothing here (bounded by the keys that have a cap).
+    const capped = new Set<string>();
+    usageMeterFor(s).onRecord((u) => {
+      if (capped.has(u.keyId)) tokens.add(u.keyId, (u.inputTokens || 0) + (u.outputTokens || 0));
+    });
+    // Tokens first: a request refused for its tokens takes no slot of the request window.
+    s.afterAuth.push((auth, surface) => {
+      const tpm = auth.key.tpm ?? 0;
+      if (tpm <= 0) {
+        if (capped.size) capped.delete(auth.key.id);
+        return;
+      }
+      capped.add(auth.key.id);
+      if (surface.spendLimitStatus === undefined) return; // tokens are spent on model surfaces only
+      const wait = tokens.check(auth.key.id, tpm);
+      if (typeof wait === "number") {
+        if (wait > 0) throw tokensRefused(wait);
+        return;
+      }
+      return wait.then((w) => {
+        if (w > 0) throw tokensRefused(w);
+      });
+    });
     s.afterAuth.push((auth, surface) => {
       const verdict = limiter.acquire(auth.key.id, auth.key.rpm ?? 0, surface.spendLimitStatus !== undefined);
       if (verdict === null) return;
@@ -57,6 +96,9 @@ export const limitsModule: RouteModule = {
         if (v) throw refused(v);
       });
     });
-    return () => limiter.close();
+    return () => {
+      limiter.close();
+      tokens.close();
+    };
   },
 };

@@ -1,20 +1,31 @@
 import { sql } from "drizzle-orm";
+import { periodStartSql } from "../budgets/period";
 import type { Catalog } from "../catalog";
 import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
+import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
+import { ADD_HOURLY, hourlySums } from "./hourly";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
   organizationId: string;
   keyId: string;
   requestId: string;
-  surface: "chat" | "messages" | "responses" | "generateContent" | "interactions" | (string & {});
+  /** The wire protocol (or another surface, such as a generation task type). */
+  surface: Protocol | (string & {});
   publicModel: string;
   upstreamModel?: string;
   provider?: string;
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens read from the provider's prompt cache, as the provider reports them. */
+  cachedTokens?: number;
+  /** Upstream tries (fallbacks and resends included); 1 when absent. */
+  attempts?: number;
+  /** The JSON sent upstream and the non-streamed answer: stored only when the meter keeps bodies. */
+  requestBody?: string;
+  responseBody?: string;
   latencyMs: number;
   status: number;
   streamed: boolean;
@@ -35,11 +46,19 @@ export interface MeterOptions {
   flushMs?: number;
   /** Rows per transaction (and the queue length that triggers a write before the next tick). */
   maxBatch?: number;
+  /** Epoch milliseconds of "now", stamped on each record (the service's clock; tests move it). */
+  now?: () => number;
   /**
    * Records kept while the database is unreachable. Threat: a long database outage
    * must not grow memory without bound; past this, the oldest records are dropped (logged).
    */
   maxQueued?: number;
+  /**
+   * Characters of request and response bodies kept in the request log; 0 (the default)
+   * keeps none. Threat: prompts and answers are the tenants' data; they are stored only
+   * when the operator opts in (REQUEST_LOG_BODIES), and clipped.
+   */
+  bodyChars?: number;
 }
 
 /** `at`: epoch milliseconds (a Date per request costs more than the number). */
@@ -54,13 +73,16 @@ const MAX_TEXT = 256;
 /**
  * Usage metering off the hot path: `record` pushes onto an in-memory queue; a timer
  * writes queued records in one transaction per batch (the request rows, each pointing at
- * its series of organization, key, surface and models (see schema.ts), plus one UPDATE
- * adding each key's cost to `api_keys.spent`, which also bumps `updated_at` so every
- * process's key cache picks up the new spend and the spending limit takes effect).
+ * its series of organization, key, surface and models (see schema.ts), the batch's sums
+ * added to `usage_hourly` (hourly.ts), plus an UPDATE of each key's and organization's
+ * spend, ever and in its budget period (see spendUpdate), which also bumps `updated_at` so
+ * every process's caches pick up the new spend and the spending limits take effect).
  * Costs come from the catalog, at each request's time. A failed write puts the batch back and
  * retries; `close()` drains the queue at shutdown.
  */
 export class BatchingUsageMeter implements UsageMeter {
+  /** Sees every record as it is queued (metrics: tokens, cost, duration). */
+  observe?: (u: UsageRecord) => void;
   private queue: Queued[] = [];
   private timer?: ReturnType<typeof setInterval>;
   private running?: Promise<void>;
@@ -71,6 +93,9 @@ export class BatchingUsageMeter implements UsageMeter {
   private readonly flushMs: number;
   private readonly maxBatch: number;
   private readonly maxQueued: number;
+  private readonly bodyChars: number;
+  private readonly now: () => number;
+  private readonly listeners: ((u: UsageRecord) => void)[] = [];
 
   constructor(
     private readonly db: Db,
@@ -79,11 +104,13 @@ export class BatchingUsageMeter implements UsageMeter {
     opts: MeterOptions = {},
   ) {
     this.flushMs = opts.flushMs ?? 250;
-    // Large batches: on the embedded database a transaction costs about 5 ms on top of its
-    // rows (measured: 22 us per row in batches of 500, 11-14 in batches of 4,000), and a
-    // busy gateway queues a few thousand records between two ticks.
+    // Large batches: on the embedded database a transaction has a fixed cost on top of its
+    // rows, so the cost per row falls as batches grow, and a busy gateway queues a few
+    // thousand records between two ticks.
     this.maxBatch = opts.maxBatch ?? 5000;
     this.maxQueued = opts.maxQueued ?? 100_000;
+    this.bodyChars = opts.bodyChars ?? 0;
+    this.now = opts.now ?? Date.now;
     this.timer = setInterval(() => {
       if (this.queue.length && !this.running) void this.flush();
     }, this.flushMs);
@@ -92,6 +119,7 @@ export class BatchingUsageMeter implements UsageMeter {
 
   record(u: UsageRecord): void {
     try {
+      this.observe?.(u);
       // A record that can never be written must not enter the queue: it would fail every
       // batch it is in, and batches are retried whole.
       if (!u || typeof u.organizationId !== "string" || !u.organizationId || typeof u.keyId !== "string" || !u.keyId || typeof u.publicModel !== "string") {
@@ -102,12 +130,24 @@ export class BatchingUsageMeter implements UsageMeter {
         this.queue.shift();
         if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
       }
-      this.queue.push({ ...u, at: Date.now() });
+      const queued: Queued = { ...u, at: this.now() };
+      // Bodies are dropped here unless kept: a queue of full prompts would hold megabytes.
+      if (this.bodyChars > 0) {
+        queued.requestBody = clipBody(u.requestBody, this.bodyChars);
+        queued.responseBody = clipBody(u.responseBody, this.bodyChars);
+      } else queued.requestBody = queued.responseBody = undefined;
+      this.queue.push(queued);
+      for (const listener of this.listeners) listener(u);
       // After close() (a late request finishing during shutdown) there is no timer: write now.
       if ((this.closed || this.queue.length >= this.maxBatch) && !this.running) queueMicrotask(() => void this.flush());
     } catch (err) {
       this.log.error("usage record rejected", { err });
     }
+  }
+
+  /** Calls `listener` with each record as it is queued (token limits count finished requests here); it must not throw or wait. */
+  onRecord(listener: (u: UsageRecord) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Records queued and not yet written (tests, diagnostics). */
@@ -140,7 +180,7 @@ export class BatchingUsageMeter implements UsageMeter {
   private async drain(): Promise<void> {
     // Only what is queued now: records that arrive while it writes wait for the next
     // tick. Under load a few dozen arrive during each write, and writing them at once
-    // cost a transaction (about 1.5 ms on the embedded database) for a handful of rows.
+    // would cost a whole transaction for a handful of rows.
     let left = this.queue.length;
     while (left > 0 && this.queue.length) {
       const batch = this.queue.splice(0, Math.min(this.maxBatch, left));
@@ -158,7 +198,8 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 
   private async write(batch: Queued[]): Promise<void> {
-    const spend = new Map<string, number>();
+    const keySpend = new SpendByDay();
+    const orgSpend = new SpendByDay();
     const rows = batch.map((u): UsageRow => {
       const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
       // Priced by what actually ran upstream; the public name when the upstream id is unknown.
@@ -166,7 +207,10 @@ export class BatchingUsageMeter implements UsageMeter {
         typeof u.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0
           ? u.cost
           : ((u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage, u.at) : undefined) ?? this.catalog.cost(u.publicModel, usage, u.at));
-      if (cost && cost > 0) spend.set(u.keyId, (spend.get(u.keyId) ?? 0) + cost);
+      if (cost && cost > 0) {
+        keySpend.add(u.keyId, u.at, cost);
+        orgSpend.add(u.organizationId, u.at, cost);
+      }
       return {
         series: {
           organization_id: u.organizationId,
@@ -184,14 +228,19 @@ export class BatchingUsageMeter implements UsageMeter {
         latency_ms: int(u.latencyMs),
         status: int(u.status),
         streamed: !!u.streamed,
+        attempts: Math.max(1, int(u.attempts ?? 1)),
+        cached_tokens: int(u.cachedTokens),
+        request_body: u.requestBody ?? null,
+        response_body: u.responseBody ?? null,
         created_at: u.at,
       };
     });
     await this.assignSeries(rows);
-    // Keys in a fixed order, so two processes updating the same keys lock them alike.
-    const keys = [...spend.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, cost]) => ({ id, cost: cost.toFixed(9) }));
+    const keys = keySpend.json();
+    const orgs = orgSpend.json();
+    const hourly = hourlySums(rows);
     const embedded = embeddedClient(this.db);
-    if (embedded) return writeEmbedded(embedded, rows, keys);
+    if (embedded) return writeEmbedded(embedded, rows, keys, orgs, hourly);
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
@@ -202,8 +251,14 @@ export class BatchingUsageMeter implements UsageMeter {
         select ${sql.raw(COLUMNS.join(", "))}
         from json_to_recordset(${json}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
-      )
-      ${sql.raw(ADD_SPEND[0])}${JSON.stringify(keys)}${sql.raw(ADD_SPEND[1])}`);
+      ), hourly as (
+        ${sql.raw(ADD_HOURLY[0])}${hourly}${sql.raw(ADD_HOURLY[1])}
+        returning 1
+      ),
+      ${sql.raw(KEY_SPEND[0])}${keys}${sql.raw(KEY_SPEND[1])},
+      ${sql.raw(ORG_SPEND[0])}${orgs}${sql.raw(ORG_SPEND[1])},
+      k_done as (${sql.raw(spendUpdate("k", "api_keys"))} returning 1)
+      ${sql.raw(spendUpdate("o", "organizations"))}`);
   }
 
   /**
@@ -276,27 +331,98 @@ interface UsageRow {
   latency_ms: number;
   status: number;
   streamed: boolean;
+  attempts: number;
+  cached_tokens: number;
+  request_body: string | null;
+  response_body: string | null;
   /** Epoch milliseconds. */
   created_at: number;
 }
 
-const COLUMNS = ["series_id", "request_id", "input_tokens", "output_tokens", "cost", "latency_ms", "status", "streamed", "created_at"] as const;
-/** Adds each key's cost to its `spent` (and bumps `updated_at`), around the keys' JSON parameter. */
-const ADD_SPEND = [
-  "update api_keys as k set spent = k.spent + v.cost, updated_at = now() from json_to_recordset(",
-  "::json) as v(id text, cost numeric) where k.id = v.id",
+/**
+ * A batch's cost per owner (key or organization) and UTC day: every period boundary is a
+ * UTC midnight, so the SQL below can tell which period each part belongs to, whatever the
+ * owner's period is.
+ */
+class SpendByDay {
+  private readonly costs = new Map<string, { id: string; day: number; cost: number }>();
+
+  add(id: string, at: number, cost: number): void {
+    const day = Math.floor(at / DAY_MS) * DAY_MS;
+    const k = `${id}\0${day}`;
+    const e = this.costs.get(k);
+    if (e) e.cost += cost;
+    else this.costs.set(k, { id, day, cost });
+  }
+
+  /** The JSON parameter of spendCtes; owners in a fixed order, so two processes updating the same rows lock them alike. */
+  json(): string {
+    const list = [...this.costs.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.day - b.day));
+    return JSON.stringify(list.map((e) => ({ id: e.id, day: new Date(e.day).toISOString(), cost: e.cost.toFixed(COST_SCALE) })));
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * CTEs around the JSON parameter of SpendByDay (text before it, text after it), prefixed
+ * `p`: each part's period start under the owner's period (`ps`), and per owner the total
+ * (`total`), the latest period in the batch (`latest`) and what belongs to it (`latest_cost`).
+ */
+function spendCtes(p: string, table: string): [string, string] {
+  return [
+    `${p}_v as (select * from json_to_recordset(`,
+    `::json) as v(id text, day timestamptz, cost numeric)),
+    ${p}_p as (select v.id, v.cost, ${periodStartSql("t.spend_period", "v.day")} as ps from ${p}_v v join ${table} t on t.id = v.id),
+    ${p}_w as (select id, cost, ps, max(ps) over (partition by id) as latest from ${p}_p),
+    ${p}_agg as (select id, sum(cost) as total, max(latest) as latest, coalesce(sum(cost) filter (where ps is not distinct from latest), 0) as latest_cost from ${p}_w group by id)`,
+  ];
+}
+const KEY_SPEND = spendCtes("k", "api_keys");
+const ORG_SPEND = spendCtes("o", "organizations");
+
+/**
+ * Adds the batch's cost to each owner's `spent` and to its period counter: the counter
+ * carries on in the same period, starts over in a later one, and ignores parts of an
+ * earlier period than the one it holds (a late batch of another process: that period is
+ * over). Bumps `updated_at`, so the change reaches every process's caches.
+ */
+function spendUpdate(p: string, table: string): string {
+  return `update ${table} as t set spent = t.spent + a.total,
+    period_spent = case when t.period_start is not distinct from a.latest then t.period_spent + a.latest_cost
+                        when t.period_start is null or t.period_start < a.latest then a.latest_cost
+                        else t.period_spent end,
+    period_start = case when t.period_start is null or t.period_start < a.latest then a.latest else t.period_start end,
+    updated_at = now()
+    from ${p}_agg a where t.id = a.id`;
+}
+
+const COLUMNS = [
+  "series_id",
+  "request_id",
+  "input_tokens",
+  "output_tokens",
+  "cost",
+  "latency_ms",
+  "status",
+  "streamed",
+  "attempts",
+  "cached_tokens",
+  "request_body",
+  "response_body",
+  "created_at",
 ] as const;
 const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, cached_tokens integer, request_body text, response_body text, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
  * unless PGLITE_THREAD), so each row's cost is paid by this process: there the rows go in
  * with a binary COPY (about a third cheaper per row than unpacking a JSON parameter, and
  * cheaper again than COPY's CSV, whose timestamps alone cost more to parse than the rest
- * of the row), then the spend, in one transaction.
+ * of the row), then the hourly sums and the spend, in one transaction.
  */
-async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: { id: string; cost: string }[]): Promise<void> {
+async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: string, orgs: string, hourly: string): Promise<void> {
   const copy = new BinaryCopyWriter(rows.length * 96);
   for (const r of rows) {
     // Fields in COLUMNS order, each in its column's type.
@@ -310,13 +436,26 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .int4(r.latency_ms)
       .int4(r.status)
       .bool(r.streamed)
+      .int4(r.attempts)
+      .int4(r.cached_tokens)
+      .text(r.request_body)
+      .text(r.response_body)
       .timestamptz(r.created_at);
   }
   const blob = new Blob([copy.finish()]);
   await client.transaction(async (tx) => {
     await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
-    if (keys.length) await tx.query(`${ADD_SPEND[0]}$1${ADD_SPEND[1]}`, [JSON.stringify(keys)]);
+    await tx.query(`${ADD_HOURLY[0]}$1${ADD_HOURLY[1]}`, [hourly]);
+    if (keys !== "[]") await tx.query(`with ${KEY_SPEND[0]}$1${KEY_SPEND[1]} ${spendUpdate("k", "api_keys")}`, [keys]);
+    if (orgs !== "[]") await tx.query(`with ${ORG_SPEND[0]}$1${ORG_SPEND[1]} ${spendUpdate("o", "organizations")}`, [orgs]);
   });
+}
+
+/** A body clipped to `max` characters, storable as text (see clip). */
+function clipBody(s: string | undefined, max: number): string | undefined {
+  if (typeof s !== "string") return undefined;
+  const t = (s.length > max ? s.slice(0, max) : s).toWellFormed();
+  return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }
 
 function int(n: unknown): number {

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { boolean, index, integer, numeric, pgTable, pgView, text, timestamp, unique } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, numeric, pgTable, pgView, primaryKey, text, timestamp, unique } from "drizzle-orm/pg-core";
 
 /**
  * Usage is stored in two tables and read through one view, `usage_records`: one row per
@@ -11,9 +11,9 @@ import { boolean, index, integer, numeric, pgTable, pgView, text, timestamp, uni
  * row is written on the service's own CPU. The descriptive part of a request (who, which
  * surface and models) repeats from request to request, so it is stored once per distinct
  * combination (`usage_series`) and each request row carries only its series id and its
- * own numbers (`usage_requests`). Measured on PGlite (binary COPY, 5,000-row batches):
- * about 3 us per request row against 8-13 us for the former wide row with a text primary
- * key and a second index, and the gap grows with the table.
+ * own numbers (`usage_requests`): a narrow row with no text key and one index costs the
+ * embedded database a fraction of the former wide row with a text primary key and a second
+ * index, and the gap grows with the table (docs/benchmarks.md, metering).
  */
 export const usageSeries = pgTable(
   "usage_series",
@@ -29,12 +29,18 @@ export const usageSeries = pgTable(
   // The meter's upsert target; key first, so a key's series are found by this index.
   // NULLS NOT DISTINCT: a request that never reached a provider has no upstream model or
   // provider, and such requests of one key and model share one series.
-  (t) => [unique("usage_series_dims_key").on(t.keyId, t.surface, t.publicModel, t.upstreamModel, t.provider, t.organizationId).nullsNotDistinct()],
+  // The org index: the usage API finds an organization's series first, then their rows.
+  (t) => [
+    unique("usage_series_dims_key").on(t.keyId, t.surface, t.publicModel, t.upstreamModel, t.provider, t.organizationId).nullsNotDistinct(),
+    index("usage_series_org_idx").on(t.organizationId),
+  ],
 );
 
 export const usageRequests = pgTable(
   "usage_requests",
   {
+    /** Insertion order: the request log's tie-break between rows of the same millisecond (its cursor). */
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity(),
     /** usage_series.id (no foreign key: a check per appended row; the meter creates the series first). */
     seriesId: integer("series_id").notNull(),
     requestId: text("request_id").notNull(),
@@ -45,12 +51,40 @@ export const usageRequests = pgTable(
     latencyMs: integer("latency_ms").notNull(),
     status: integer("status").notNull(),
     streamed: boolean("streamed").notNull(),
+    /** Upstream tries this request took (1 = the first candidate answered; more = fallbacks). */
+    attempts: integer("attempts").notNull().default(1),
+    /** Input tokens read from the provider's prompt cache, as the provider reports them. */
+    cachedTokens: integer("cached_tokens").notNull().default(0),
+    /** Only with REQUEST_LOG_BODIES=true, clipped (see src/usage/settings.ts); null otherwise. */
+    requestBody: text("request_body"),
+    responseBody: text("response_body"),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  // One index, and no primary key: every index costs each appended row an entry (about
-  // 3 us on the embedded database). A key's or organization's usage is read through its
-  // series, then this index by time.
-  (t) => [index("usage_requests_series_idx").on(t.seriesId, t.createdAt)],
+  // No primary key: every index costs each appended row an entry, paid on the service's CPU
+  // with the embedded database. A key's or organization's usage is read through its series, then
+  // the series index by time; the request log across organizations (admin) and a busy
+  // organization's newest page walk the time index backwards.
+  (t) => [index("usage_requests_series_idx").on(t.seriesId, t.createdAt), index("usage_requests_time_idx").on(t.createdAt)],
+);
+
+/**
+ * Usage summed per series and UTC hour, added to by the meter in the same transaction as
+ * the request rows (hourly.ts). The usage API reads these few rows instead of scanning
+ * millions of requests, and the request log's retention (src/usage/retention.ts) deletes
+ * request rows without changing any total.
+ */
+export const usageHourly = pgTable(
+  "usage_hourly",
+  {
+    seriesId: integer("series_id").notNull(),
+    hour: timestamp("hour", { withTimezone: true }).notNull(),
+    requests: bigint("requests", { mode: "number" }).notNull(),
+    inputTokens: bigint("input_tokens", { mode: "number" }).notNull(),
+    outputTokens: bigint("output_tokens", { mode: "number" }).notNull(),
+    cachedTokens: bigint("cached_tokens", { mode: "number" }).notNull(),
+    cost: numeric("cost", { precision: 24, scale: 9, mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.seriesId, t.hour] }), index("usage_hourly_hour_idx").on(t.hour)],
 );
 
 /** Every request's usage with its series spelled out: what readers query. */
@@ -68,7 +102,9 @@ export const usageRecords = pgView("usage_records", {
   latencyMs: integer("latency_ms").notNull(),
   status: integer("status").notNull(),
   streamed: boolean("streamed").notNull(),
+  attempts: integer("attempts").notNull(),
+  cachedTokens: integer("cached_tokens").notNull(),
   createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull(),
 }).as(
-  sql`select s.organization_id, s.key_id, r.request_id, s.surface, s.public_model, s.upstream_model, s.provider, r.input_tokens, r.output_tokens, r.cost, r.latency_ms, r.status, r.streamed, r.created_at from ${usageRequests} r join ${usageSeries} s on s.id = r.series_id`,
+  sql`select s.organization_id, s.key_id, r.request_id, s.surface, s.public_model, s.upstream_model, s.provider, r.input_tokens, r.output_tokens, r.cost, r.latency_ms, r.status, r.streamed, r.attempts, r.cached_tokens, r.created_at from ${usageRequests} r join ${usageSeries} s on s.id = r.series_id`,
 );

@@ -26,11 +26,12 @@ const TAGS: Record<string, string> = {
   endpoints: "An agent and environment behind one run call",
   environments: "Sandbox configurations for agent sessions",
   events: "Sandbox lifecycle events and webhooks",
-  "model gateway": "Chat completions, messages, responses, generateContent, Interactions and model lists",
+  "model gateway": "Chat completions, messages, responses, embeddings, token counts, generateContent, embedContent, Interactions and model lists",
   operations: "Service index and health checks",
   sandboxes: "E2B-style sandboxes: lifecycle, processes and files",
   sessions: "Agent sessions and their events",
   skills: "Skill bundles for agents",
+  usage: "Usage and the request log of the key's organization",
 };
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];

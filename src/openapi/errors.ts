@@ -108,7 +108,7 @@ export function errorResponse(surface: Surface, status: number): Record<string, 
 
 /**
  * Statuses any operation on the surface can answer before or around its handler:
- * malformed URL or body (400), credentials (401), scope (403), spending limit, body
+ * malformed URL or body (400), credentials (401), scope (403), spending limits, body
  * size and type, per-key rate limit, an internal error.
  */
 export function surfaceErrorStatuses(surface: Surface, method: string, hasPathParams: boolean): number[] {
@@ -120,7 +120,11 @@ export function surfaceErrorStatuses(surface: Surface, method: string, hasPathPa
     out.add(404);
   }
   if (surface.scope) out.add(403);
-  if (surface.spendLimitStatus) out.add(surface.spendLimitStatus);
+  if (surface.spendLimitStatus) {
+    // The key's limit answers the surface's status, the organization's limit 402 everywhere (src/budgets).
+    out.add(surface.spendLimitStatus);
+    out.add(402);
+  }
   if (surface.credentials !== "none" && surface.credentials !== "admin") out.add(429);
   if (method !== "get" && method !== "head" && method !== "delete") {
     out.add(413);

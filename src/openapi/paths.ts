@@ -4,6 +4,9 @@
  * (`/v1beta/models/{call}` for `{model}:generateContent`). Each is published as the
  * paths a client calls, with their parameters; routing is unchanged.
  */
+import type { TSchema } from "@sinclair/typebox";
+import { DECLARED, type Declared } from "./declare";
+
 export interface DocumentPath {
   path: string;
   /** Only these methods of the router path (default: all). */
@@ -12,6 +15,10 @@ export interface DocumentPath {
   summary?: string;
   /** The path parameters of `path`, name -> description. */
   params?: Record<string, string>;
+  /** The JSON request body of this path, when the router path takes several. */
+  body?: TSchema;
+  /** The answers of this path (`responds(...)`), when they differ from the router path's. */
+  declared?: { [DECLARED]: Declared };
 }
 
 export function publishPaths(paths: Record<string, Record<string, any>>, rewrites: Record<string, DocumentPath[]>): Record<string, Record<string, any>> {
@@ -33,6 +40,8 @@ export function publishPaths(paths: Record<string, Record<string, any>>, rewrite
           const own = Object.entries(target.params).map(([name, description]) => ({ name, in: "path", required: true, description, schema: { type: "string" } }));
           copy.parameters = [...own, ...others];
         }
+        if (target.body && copy.requestBody?.content?.["application/json"]) copy.requestBody.content["application/json"].schema = JSON.parse(JSON.stringify(target.body));
+        if (target.declared) copy[DECLARED] = JSON.parse(JSON.stringify(target.declared[DECLARED]));
         out[target.path] = { ...out[target.path], [method]: copy };
       }
     }

@@ -1,28 +1,47 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { ConfigFile } from "../config";
+import { PROTOCOLS } from "../gateway/protocols";
+import type { ModelProvider } from "../gateway/provider";
 import type { Logger } from "../log";
-import { type PluginContext, type PluginDefinition, PluginDefinitionSchema, type PluginKind, type PluginModule } from "./plugin";
+import { sectionProblem } from "../settings/config-section";
+import { CAPABILITY_METHODS, SANDBOX_CAPABILITIES, type SandboxBackend } from "../sandboxes/backend";
+import { type ModelPluginDefinition, type PluginContext, type PluginDefinition, PluginDefinitionSchema, type PluginKind, type SandboxPluginDefinition } from "./plugin";
 
 export class PluginError extends Error {}
 
-export interface LoadedPlugin {
-  definition: PluginDefinition;
+export interface LoadedPlugin<D extends PluginDefinition = PluginDefinition> {
+  definition: D;
   /** "builtin:<name>" or the file it was loaded from. */
   source: string;
 }
 
-export interface ProviderInstance<I = unknown> {
+interface InstanceBase {
   /** Instance name, used in routes and `<provider>/<model>` prefixes. */
   name: string;
-  plugin: LoadedPlugin;
-  instance: I;
 }
+export interface ModelInstance extends InstanceBase {
+  kind: "model";
+  plugin: LoadedPlugin<ModelPluginDefinition>;
+  instance: ModelProvider;
+}
+export interface SandboxInstance extends InstanceBase {
+  kind: "sandbox";
+  plugin: LoadedPlugin<SandboxPluginDefinition>;
+  instance: SandboxBackend;
+}
+/** A configured instance of a plugin; `kind` tells which contract `instance` implements. */
+export type ProviderInstance = ModelInstance | SandboxInstance;
+export type InstanceOf<K extends PluginKind> = Extract<ProviderInstance, { kind: K }>;
 
-export interface RegistryOptions {
-  builtins: PluginModule[];
+/** What a plugin module may default-export: a definition, or a function of the plugin API returning one. */
+export type LoadableModule<A> = PluginDefinition | ((api: A) => PluginDefinition);
+
+export interface RegistryOptions<A = unknown> {
+  builtins: LoadableModule<A>[];
+  /** Handed to plugin modules that default-export a function (src/plugin-api.ts). */
+  api: A;
   pluginsDir?: string;
   providers?: ConfigFile["providers"];
   env: Record<string, string | undefined>;
@@ -39,29 +58,36 @@ export class Registry {
   private readonly plugins = new Map<string, LoadedPlugin>();
   private readonly instances = new Map<string, ProviderInstance>();
 
-  static async load(opts: RegistryOptions): Promise<Registry> {
+  static async load<A>(opts: RegistryOptions<A>): Promise<Registry> {
     const registry = new Registry();
-    for (const mod of opts.builtins) registry.addPlugin(mod, `builtin:${typeof mod === "function" ? "fn" : mod.name}`);
+    for (const mod of opts.builtins) registry.addPlugin(mod, opts.api, `builtin:${typeof mod === "function" ? "fn" : mod.name}`);
     if (opts.pluginsDir) {
       for (const file of pluginFiles(opts.pluginsDir)) {
-        let mod: { default?: PluginModule };
+        let mod: { default?: unknown };
         try {
           mod = await import(file);
         } catch (e) {
-          throw new PluginError(`plugin ${file} failed to load: ${(e as Error).message}`);
+          throw new PluginError(`plugin ${file} failed to load: ${e instanceof Error ? e.message : String(e)}`);
         }
         if (!mod.default) throw new PluginError(`plugin ${file} has no default export; export a plugin definition`);
-        registry.addPlugin(mod.default, file);
+        registry.addPlugin(mod.default, opts.api, file);
       }
     }
     await registry.createInstances(opts);
     return registry;
   }
 
-  addPlugin(mod: PluginModule, source: string): LoadedPlugin {
-    const definition = typeof mod === "function" ? mod({ Type }) : mod;
-    const problem = firstError(PluginDefinitionSchema, definition);
-    if (problem) throw new PluginError(`plugin ${source}: field "${problem.field}": ${problem.message}`);
+  /** Threat: a module from PLUGINS_DIR may export anything; only a value matching the definition schema gets in. */
+  addPlugin<A>(mod: unknown, api: A, source: string): LoadedPlugin {
+    const definition: unknown = typeof mod === "function" ? mod(api) : mod;
+    if (!isDefinition(definition)) {
+      throw new PluginError(sectionProblem(PluginDefinitionSchema, definition, `plugin ${source}`) ?? `plugin ${source}: not a plugin definition`);
+    }
+    const known: readonly string[] = definition.kind === "model" ? PROTOCOLS : SANDBOX_CAPABILITIES;
+    const unknownServes = definition.serves.filter((s) => !known.includes(s));
+    if (unknownServes.length) {
+      throw new PluginError(`plugin ${source}: field "serves": unknown ${definition.kind === "model" ? "protocol" : "capability"} ${unknownServes.join(", ")} (known: ${known.join(", ")})`);
+    }
     const existing = this.plugins.get(definition.name);
     if (existing) throw new PluginError(`plugin ${source}: name "${definition.name}" is already taken by ${existing.source}`);
     const loaded = { definition, source };
@@ -69,7 +95,7 @@ export class Registry {
     return loaded;
   }
 
-  private async createInstances(opts: RegistryOptions): Promise<void> {
+  private async createInstances(opts: Pick<RegistryOptions, "providers" | "env" | "dataDir" | "log">): Promise<void> {
     const configured = opts.providers ?? {};
     const wanted: { name: string; pluginName: string; config: unknown; origin: string }[] = [];
     for (const [name, entry] of Object.entries(configured)) {
@@ -88,11 +114,10 @@ export class Registry {
       if (!plugin) throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}" (known: ${[...this.plugins.keys()].join(", ") || "none"})`);
       // Defaults first, so an omitted optional setting is not reported as missing.
       const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));
-      const problem = firstError(plugin.definition.configSchema, config);
-      if (problem) throw new PluginError(`${w.origin} (plugin ${plugin.source}): field "${problem.field}": ${problem.message}`);
+      const problem = sectionProblem(plugin.definition.configSchema, config, `${w.origin} (plugin ${plugin.source})`);
+      if (problem) throw new PluginError(problem);
       const ctx: PluginContext = { instanceName: w.name, log: opts.log.child({ provider: w.name }), dataDir: opts.dataDir, env: opts.env };
-      const instance = await plugin.definition.create(config as never, ctx);
-      this.instances.set(w.name, { name: w.name, plugin, instance });
+      this.instances.set(w.name, await instantiate(w.name, plugin, config, ctx));
       opts.log.info("provider ready", { provider: w.name, plugin: plugin.definition.name, kind: plugin.definition.kind });
     }
   }
@@ -105,13 +130,50 @@ export class Registry {
     return [...this.plugins.values()].filter((p) => !kind || p.definition.kind === kind);
   }
 
-  instance<I>(name: string): ProviderInstance<I> | undefined {
-    return this.instances.get(name) as ProviderInstance<I> | undefined;
+  instance<K extends PluginKind>(name: string, kind: K): InstanceOf<K> | undefined {
+    const inst = this.instances.get(name);
+    return inst && isKind(inst, kind) ? inst : undefined;
   }
 
-  instancesOf<I>(kind: PluginKind): ProviderInstance<I>[] {
-    return [...this.instances.values()].filter((i) => i.plugin.definition.kind === kind) as ProviderInstance<I>[];
+  instancesOf<K extends PluginKind>(kind: K): InstanceOf<K>[] {
+    const out: InstanceOf<K>[] = [];
+    for (const inst of this.instances.values()) if (isKind(inst, kind)) out.push(inst);
+    return out;
   }
+}
+
+function isKind<K extends PluginKind>(inst: ProviderInstance, kind: K): inst is InstanceOf<K> {
+  return inst.kind === kind;
+}
+
+function isDefinition(v: unknown): v is PluginDefinition {
+  return Value.Check(PluginDefinitionSchema, v);
+}
+
+/**
+ * Creates one instance and checks what it returned against its kind's contract. Threat:
+ * a plugin from PLUGINS_DIR returning the wrong thing would otherwise fail on the first
+ * request (or the first sandbox command) instead of at start-up.
+ */
+async function instantiate(name: string, plugin: LoadedPlugin, config: unknown, ctx: PluginContext): Promise<ProviderInstance> {
+  const def = plugin.definition;
+  const where = `provider ${name} (plugin ${plugin.source})`;
+  if (def.kind === "model") {
+    const instance = await def.create(config, ctx);
+    if (typeof instance?.send !== "function" || typeof instance.vendor !== "string" || !Array.isArray(instance.models)) {
+      throw new PluginError(`${where}: create() must return a model provider with vendor, models and send()`);
+    }
+    return { kind: "model", name, plugin: { definition: def, source: plugin.source }, instance };
+  }
+  const instance = await def.create(config, ctx);
+  for (const method of ["templateProblem", "create", "destroy", "liveness"]) {
+    if (typeof Reflect.get(instance ?? {}, method) !== "function") throw new PluginError(`${where}: create() must return a sandbox backend; ${method}() is missing`);
+  }
+  for (const capability of def.serves) {
+    const missing = CAPABILITY_METHODS[capability].filter((m) => typeof Reflect.get(instance, m) !== "function");
+    if (missing.length) throw new PluginError(`${where}: serves "${capability}" but does not implement ${missing.map((m) => `${m}()`).join(", ")}`);
+  }
+  return { kind: "sandbox", name, plugin: { definition: def, source: plugin.source }, instance };
 }
 
 function pluginFiles(dir: string): string[] {
@@ -119,16 +181,10 @@ function pluginFiles(dir: string): string[] {
   try {
     names = readdirSync(dir);
   } catch (e) {
-    throw new PluginError(`PLUGINS_DIR ${dir} cannot be read: ${(e as Error).message}`);
+    throw new PluginError(`PLUGINS_DIR ${dir} cannot be read: ${e instanceof Error ? e.message : String(e)}`);
   }
   return names
     .filter((n) => /\.(ts|js|mjs)$/.test(n) && !n.endsWith(".d.ts") && !n.startsWith("."))
     .sort()
     .map((n) => join(dir, n));
-}
-
-function firstError(schema: Parameters<typeof Value.Errors>[0], value: unknown): { field: string; message: string } | undefined {
-  const first = Value.Errors(schema, value).First();
-  if (!first) return undefined;
-  return { field: first.path.replace(/^\//, "").replace(/\//g, ".") || "(root)", message: first.message };
 }

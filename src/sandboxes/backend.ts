@@ -1,5 +1,5 @@
 /**
- * The contract between the sandbox API and a sandbox backend plugin (providers/local.ts,
+ * The contract between the sandbox API and a sandbox backend plugin (providers/local/,
  * providers/e2b.ts, ...). The API owns state, TTLs, events and organizations; a backend
  * only runs sandboxes. Everything a backend needs to find a sandbox again after a
  * service restart lives in `BackendState`, which the API stores with the sandbox row.
@@ -8,19 +8,18 @@
 /** Backend-specific, JSON-serialisable handle (process ids, remote ids, ...). */
 export type BackendState = Record<string, unknown>;
 
-/** A template as configured (see src/sandboxes/templates.ts). */
-export interface SandboxTemplate {
+/**
+ * A template as configured (see src/sandboxes/templates.ts): the fields every backend
+ * shares, plus `F`, the fields its backend declares (`templateFields` of its plugin).
+ */
+export type SandboxTemplate<F = unknown> = SharedTemplate & F;
+
+export interface SharedTemplate {
   /** Template id clients send as `templateID`. */
   id: string;
   /** Registry instance name of the backend that runs it. */
   backend: string;
   description?: string;
-  /** Host paths mounted read-only (local backend). */
-  mounts?: string[];
-  /** Programs that must exist on the host for the template to work (local backend). */
-  requires?: string[];
-  /** The backend's own template name, when it differs from `id` (e2b). */
-  remoteTemplate?: string;
   /** Defaults of a sandbox's resources (see templates.ts for the shipped values). */
   memoryMB?: number;
   cpuCount?: number;
@@ -44,9 +43,9 @@ export interface SandboxResources {
   pids: number;
 }
 
-export interface CreateSpec {
+export interface CreateSpec<F = unknown> {
   sandboxId: string;
-  template: SandboxTemplate;
+  template: SandboxTemplate<F>;
   envVars: Record<string, string>;
   metadata: Record<string, string>;
   timeoutSec: number;
@@ -80,6 +79,35 @@ export interface DirEntry {
   size?: number;
 }
 
+/** A long-lived process with streamed stdio (the E2B-compatible process API). */
+export interface SpawnSpec {
+  /** argv inside the sandbox. */
+  argv: string[];
+  /** Added over the sandbox's environment and envVars. */
+  env: Record<string, string>;
+  /** Working directory inside the sandbox (default: the home directory). */
+  cwd?: string;
+}
+
+export interface SpawnedProcess {
+  stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
+  /** Writes to the process's stdin (ignored once stdin is closed or the process is gone). */
+  write(data: Uint8Array): void;
+  closeStdin(): void;
+  /** Signals the process and everything it started (its session inside the sandbox). */
+  kill(signal: "SIGTERM" | "SIGKILL"): void;
+  /** Exit code; 128 + n when killed by signal n. */
+  exited: Promise<number>;
+}
+
+/** What a sandbox uses right now. */
+export interface SandboxUsage {
+  /** CPU time used since the sandbox started, microseconds. */
+  cpuUsageUs: number;
+  memoryBytes: number;
+}
+
 /** What a backend finds when asked about a sandbox it created earlier ("foreign": created on another host, not ours to judge). */
 export type Liveness = "running" | "paused" | "gone" | "foreign";
 
@@ -96,18 +124,42 @@ export class BackendError extends Error {
   }
 }
 
-export interface SandboxBackend {
+/**
+ * What a backend offers beyond running sandboxes: the values of its plugin's `serves`,
+ * each one interface below. The registry checks at start-up that a backend implements
+ * every capability it declares, and the sandbox API refuses (501) what it does not.
+ */
+export type SandboxCapability = "processes" | "filesystem" | "pause";
+
+export const SANDBOX_CAPABILITIES: readonly SandboxCapability[] = ["processes", "filesystem", "pause"];
+
+/** Every backend: start and stop sandboxes, and find them again after a restart. `F`: its template fields. */
+export interface SandboxLifecycle<F = unknown> {
   /** Why a template cannot run on this backend right now, or undefined when it can. */
-  templateProblem(template: SandboxTemplate): string | undefined;
-  create(spec: CreateSpec): Promise<BackendState>;
+  templateProblem(template: SandboxTemplate<F>): string | undefined;
+  create(spec: CreateSpec<F>): Promise<BackendState>;
   /** Destroys the sandbox; succeeds when it is already gone. */
   destroy(id: string, state: BackendState): Promise<void>;
-  /** Freezes every process, keeping memory and files; may return an updated state. */
-  pause(id: string, state: BackendState): Promise<BackendState | void>;
-  resume(id: string, state: BackendState, timeoutSec: number): Promise<BackendState | void>;
   /** Tells the backend the new lifetime (remote backends enforce their own TTL too). */
   setTimeout?(id: string, state: BackendState, timeoutSec: number): Promise<void>;
+  /** Resources in use now, where the backend can tell (the local one reads the sandbox's cgroup): metrics, E2B's metrics API. */
+  usage?(id: string, state: BackendState): SandboxUsage | undefined;
+  /** Start-up reconciliation: is this sandbox still there? */
+  liveness(id: string, state: BackendState): Promise<Liveness>;
+  /** Start-up reconciliation: destroy leftovers the database does not know as live. */
+  sweep?(liveIds: Set<string>): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** `serves: ["processes"]`: runs commands. */
+export interface SandboxProcesses {
   exec(id: string, state: BackendState, spec: ExecSpec): Promise<ExecResult>;
+  /** Starts a process with streamed stdio; backends without it cannot serve the E2B process API. */
+  spawn?(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess;
+}
+
+/** `serves: ["filesystem"]`: reads and writes files. */
+export interface SandboxFilesystem {
   /** Reads a regular file; BackendError 404 when missing, 400 when larger than maxBytes. */
   readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array>;
   /** Writes a file, creating parent directories; returns the entry written. */
@@ -115,9 +167,44 @@ export interface SandboxBackend {
   /** Removes a file or a directory tree; BackendError 404 when missing. */
   remove(id: string, state: BackendState, path: string): Promise<void>;
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]>;
-  /** Start-up reconciliation: is this sandbox still there? */
-  liveness(id: string, state: BackendState): Promise<Liveness>;
-  /** Start-up reconciliation: destroy leftovers the database does not know as live. */
-  sweep?(liveIds: Set<string>): Promise<void>;
-  close?(): Promise<void>;
+}
+
+/** `serves: ["pause"]`: freezes and thaws sandboxes. */
+export interface SandboxPause {
+  /** Freezes every process, keeping memory and files; may return an updated state. */
+  pause(id: string, state: BackendState): Promise<BackendState | void>;
+  resume(id: string, state: BackendState, timeoutSec: number): Promise<BackendState | void>;
+}
+
+/** The methods of each capability, for the registry's start-up check. */
+export const CAPABILITY_METHODS: Readonly<Record<SandboxCapability, readonly string[]>> = {
+  processes: ["exec"],
+  filesystem: ["readFile", "writeFile", "remove", "list"],
+  pause: ["pause", "resume"],
+};
+
+/** A backend as a plugin returns it: the lifecycle, and the capabilities its `serves` declares. */
+export type SandboxBackend<F = unknown> = SandboxLifecycle<F> & Partial<SandboxProcesses & SandboxFilesystem & SandboxPause>;
+
+/** A backend offering every capability (the built-in ones). */
+export type FullSandboxBackend<F = unknown> = SandboxLifecycle<F> & SandboxProcesses & SandboxFilesystem & SandboxPause;
+
+/**
+ * A backend's capability, when its plugin declares it in `serves` and implements it
+ * (undefined otherwise): what the sandbox API calls, so an undeclared method is never used.
+ */
+export function processesOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxProcesses | undefined {
+  const { exec, spawn } = backend;
+  return serves.includes("processes") && exec ? { exec: exec.bind(backend), spawn: spawn?.bind(backend) } : undefined;
+}
+
+export function filesystemOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxFilesystem | undefined {
+  const { readFile, writeFile, remove, list } = backend;
+  if (!serves.includes("filesystem") || !readFile || !writeFile || !remove || !list) return undefined;
+  return { readFile: readFile.bind(backend), writeFile: writeFile.bind(backend), remove: remove.bind(backend), list: list.bind(backend) };
+}
+
+export function pauseOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxPause | undefined {
+  const { pause, resume } = backend;
+  return serves.includes("pause") && pause && resume ? { pause: pause.bind(backend), resume: resume.bind(backend) } : undefined;
 }

@@ -1,6 +1,6 @@
 import type { RouteModule } from "../http/route-module";
+import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
-import type { SandboxBackend } from "./backend";
 import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxService } from "./service";
 import { loadTemplates } from "./templates";
@@ -11,16 +11,19 @@ const services = new WeakMap<Services, SandboxService>();
 export function sandboxServiceOf(s: Services): SandboxService {
   let svc = services.get(s);
   if (!svc) {
-    svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file), s.log.child({ module: "sandboxes" }));
+    svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file, (backend) => {
+      const inst = s.registry.instance(backend, "sandbox");
+      return inst ? (inst.plugin.definition.templateFields ?? {}) : undefined;
+    }), s.log.child({ module: "sandboxes" }));
+    const observe = observabilityFor(s);
+    svc.observe = observe;
+    if (observe) {
+      const service = svc;
+      observe.sandboxUsage = (limit) => service.usage(limit);
+    }
     services.set(s, svc);
   }
   return svc;
-}
-
-/** Reaper period; SANDBOX_REAPER_INTERVAL_MS overrides (tests use a short one). */
-function reaperInterval(s: Services): number {
-  const n = Number(s.config.env.SANDBOX_REAPER_INTERVAL_MS ?? 1000);
-  return Number.isFinite(n) && n >= 10 ? n : 1000;
 }
 
 export const sandboxesModule: RouteModule = {
@@ -43,13 +46,13 @@ export const sandboxesModule: RouteModule = {
         .reapExpired()
         .then(() => {}, (e) => s.log.error("sandbox reaper failed", { err: e }))
         .finally(() => (running = undefined));
-    }, reaperInterval(s));
+    }, s.config.sandboxes.reaperIntervalMs);
     return async () => {
       stopped = true;
       clearInterval(timer);
       await running;
       await svc.flush();
-      for (const inst of s.registry.instancesOf<SandboxBackend>("sandbox")) await inst.instance.close?.();
+      for (const inst of s.registry.instancesOf("sandbox")) await inst.instance.close?.();
     };
   },
 };

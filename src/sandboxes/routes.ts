@@ -13,7 +13,7 @@ const MAX_TIMEOUT_SEC = 86_400;
 const tags = ["sandboxes"];
 
 const ErrorSchema = t.Object({ code: t.Integer(), message: t.String() });
-const SandboxSchema = named("Sandbox", t.Object({
+export const SandboxSchema = named("Sandbox", t.Object({
   sandboxID: t.String({ description: "`sbx_...`" }),
   templateID: t.String(),
   clientID: t.String({ description: "Always the same constant" }),
@@ -101,7 +101,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       },
       {
         params: idParams,
-        detail: { tags, operationId: "deleteSandbox", ...responds({ 204: null }, [404, 409]), summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 409 when already stopped." },
+        detail: { tags, operationId: "deleteSandbox", ...responds({ 204: null }, [404]), summary: "Destroy a sandbox", description: "204, empty body. Event `sandbox.lifecycle.killed` with `reason: deleted`. 404 when already stopped (the E2B SDK's `kill()` then returns false)." },
       },
     )
     .post(

@@ -4,38 +4,13 @@ import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
+import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, type SandboxBackend, type SandboxTemplate } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { type SandboxRow, sandboxes } from "./schema";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
-/** The spec's fixed `clientID`: the same constant for every sandbox. */
-export const CLIENT_ID = "6532622b";
-
-export const STATUSES = ["creating", "running", "paused", "stopped", "error"] as const;
-export type SandboxStatus = (typeof STATUSES)[number];
-
-export interface SandboxJson {
-  sandboxID: string;
-  templateID: string;
-  clientID: string;
-  metadata: Record<string, string>;
-  startedAt: string;
-  endAt: string;
-  status: string;
-}
-
-export function sandboxJson(row: SandboxRow): SandboxJson {
-  return {
-    sandboxID: row.id,
-    templateID: row.templateId,
-    clientID: CLIENT_ID,
-    metadata: row.metadata,
-    startedAt: row.startedAt.toISOString(),
-    endAt: row.endAt.toISOString(),
-    status: row.status,
-  };
-}
+export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
 
 export interface CreateInput {
   templateID: string;
@@ -73,6 +48,8 @@ export class SandboxService {
    * is a disk write on the service's own thread.
    */
   private queuedEvents: NewEvent[] = [];
+  /** Metrics and traces (undefined when both are off). */
+  observe?: Observability;
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -83,15 +60,39 @@ export class SandboxService {
   ) {}
 
   backend(name: string): SandboxBackend {
-    const inst = this.registry.instance<SandboxBackend>(name);
-    if (!inst || inst.plugin.definition.kind !== "sandbox") throw new ApiError(503, `sandbox backend '${name}' is not configured`);
-    return inst.instance;
+    return this.sandboxInstance(name).instance;
+  }
+
+  private sandboxInstance(name: string) {
+    const inst = this.registry.instance(name, "sandbox");
+    if (!inst) throw new ApiError(503, `sandbox backend '${name}' is not configured`);
+    return inst;
+  }
+
+  /** A capability of a sandbox's backend; 501 naming what to do when its plugin does not serve it. */
+  private capability<T>(row: SandboxRow, what: string, pick: (b: SandboxBackend, serves: readonly SandboxCapability[]) => T | undefined): T {
+    const inst = this.sandboxInstance(row.backend);
+    const found = pick(inst.instance, inst.plugin.definition.serves);
+    if (!found) throw new ApiError(501, `sandbox backend '${row.backend}' does not ${what}; use a template on a backend whose plugin serves it`);
+    return found;
+  }
+
+  private processes(row: SandboxRow): SandboxProcesses {
+    return this.capability(row, "run processes", processesOf);
+  }
+
+  private filesystem(row: SandboxRow): SandboxFilesystem {
+    return this.capability(row, "offer a filesystem", filesystemOf);
+  }
+
+  private pausing(row: SandboxRow): SandboxPause {
+    return this.capability(row, "pause sandboxes", pauseOf);
   }
 
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
-    const inst = this.registry.instance<SandboxBackend>(template.backend);
-    if (!inst || inst.plugin.definition.kind !== "sandbox") return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
+    const inst = this.registry.instance(template.backend, "sandbox");
+    if (!inst) return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
     return inst.instance.templateProblem(template);
   }
 
@@ -121,7 +122,12 @@ export class SandboxService {
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources }), "failed to create sandbox in provider");
+    const started = performance.now();
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources }), "failed to create sandbox in provider").catch((e) => {
+      this.observe?.sandboxCreated(template.id, false, started);
+      throw e;
+    });
+    this.observe?.sandboxCreated(template.id, true, started, id);
     const startedAt = new Date();
     const endAt = new Date(startedAt.getTime() + timeoutSec * 1000);
     try {
@@ -197,10 +203,16 @@ export class SandboxService {
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
   }
 
+  /**
+   * Destroying a sandbox that is already stopped (or failed at creation) answers 404, not
+   * 409: there is nothing left to destroy, and the E2B SDK's `kill()` reads only 404 as
+   * "already gone" (returns false) while any other status throws, which would make a
+   * repeated or racing kill an error for every SDK user. GET keeps showing the record.
+   */
   async kill(organizationId: string, id: string): Promise<void> {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
-      this.notLive(row);
+      if (row.status === "stopped" || row.status === "error") throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
       await this.stop(row, "deleted");
     });
   }
@@ -240,9 +252,10 @@ export class SandboxService {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
+      const backend = this.pausing(row);
       let state: BackendState | void;
       try {
-        state = await this.backendOf(row).pause(row.id, row.backendState);
+        state = await backend.pause(row.id, row.backendState);
       } catch (e) {
         this.log.warn("sandbox pause failed in backend", { sandboxId: id, err: e });
         throw new ApiError(502, "failed to pause sandbox in provider");
@@ -263,7 +276,7 @@ export class SandboxService {
       if (row.status === "paused") {
         const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
         const endAt = new Date(Date.now() + timeoutSec * 1000);
-        const backend = this.backendOf(row);
+        const backend = this.pausing(row);
         const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec), "failed to resume sandbox in provider");
         return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState });
       }
@@ -306,9 +319,13 @@ export class SandboxService {
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
-      () => this.backendOf(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000, signal }),
+      () => this.processes(row).exec(row.id, row.backendState, { cmd: input.cmd, args: input.args ?? [], envVars: row.envVars, timeoutMs: timeoutSec * 1000, signal }),
       "failed to run process in provider",
-    );
+    ).catch((e) => {
+      this.observe?.sandboxCommand(id, false, started);
+      throw e;
+    });
+    this.observe?.sandboxCommand(id, true, started, result.exitCode);
     const durationMs = Math.round(performance.now() - started);
     // The output is not part of the event: it may hold secrets and be megabytes long.
     // Not a state change, so it need not commit with anything: written off the
@@ -318,25 +335,70 @@ export class SandboxService {
     return processResult;
   }
 
+  /**
+   * CPU and memory of the live sandboxes this process can measure (metrics); at most
+   * `limit`, so a scrape stays bounded however many sandboxes run.
+   */
+  async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number }[]> {
+    const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
+    const out: { id: string; cpuSeconds?: number; memoryBytes?: number }[] = [];
+    for (const row of rows) {
+      let backend: SandboxBackend;
+      try {
+        backend = this.backendOf(row);
+      } catch {
+        continue;
+      }
+      const u = backend.usage?.(row.id, row.backendState);
+      if (u) out.push({ id: row.id, cpuSeconds: u.cpuUsageUs / 1e6, memoryBytes: u.memoryBytes });
+    }
+    return out;
+  }
+
+  /**
+   * A long-lived process with streamed stdio, with the sandbox's envVars under the
+   * caller's `env`. Not a `process.completed` event: it has no result to report when
+   * it is started, and its output is the caller's to read.
+   */
+  async spawn(organizationId: string, id: string, spec: SpawnSpec): Promise<SpawnedProcess> {
+    const row = await this.running(organizationId, id);
+    const spawn = this.processes(row).spawn;
+    if (!spawn) throw new ApiError(501, `sandbox backend '${row.backend}' cannot stream processes; use POST /sandboxes/{id}/processes`);
+    return this.call(async () => spawn(row.id, row.backendState, { ...spec, env: { ...row.envVars, ...spec.env } }), "failed to start process in provider");
+  }
+
+  /** Current resource use of one running sandbox; undefined when its backend cannot measure it. */
+  async usageOf(organizationId: string, id: string): Promise<SandboxUsage | undefined> {
+    const row = await this.running(organizationId, id);
+    const backend = this.backendOf(row);
+    return backend.usage ? this.call(async () => backend.usage!(row.id, row.backendState), "failed to read sandbox usage in provider") : undefined;
+  }
+
+  /** A file's bytes, up to `maxBytes` (larger gives 400). */
+  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
+    const row = await this.running(organizationId, id);
+    return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
+  }
+
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
-    const data = await this.call(() => this.backendOf(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
+    const data = await this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
   async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
-    return this.call(() => this.backendOf(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
+    return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {
     const row = await this.running(organizationId, id);
-    await this.call(() => this.backendOf(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
+    await this.call(() => this.filesystem(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
   }
 
   async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
     const row = await this.running(organizationId, id);
-    return this.call(() => this.backendOf(row).list(row.id, row.backendState, path), "failed to list directory in provider");
+    return this.call(() => this.filesystem(row).list(row.id, row.backendState, path), "failed to list directory in provider");
   }
 
   /** Backend failures: the backend's own status for BackendError, 502 otherwise. */
@@ -380,7 +442,7 @@ export class SandboxService {
     const live = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
     const liveIds = new Map<string, Set<string>>();
     for (const row of live) {
-      const inst = this.registry.instance<SandboxBackend>(row.backend);
+      const inst = this.registry.instance(row.backend, "sandbox");
       if (!inst) {
         this.log.warn("sandbox backend not configured; leaving sandbox as it is", { sandboxId: row.id, backend: row.backend });
         continue;
@@ -404,10 +466,11 @@ export class SandboxService {
       if (found === "foreign") continue;
       // A crash between a backend pause/resume and its commit leaves the two disagreeing;
       // the database is what clients were told, so the backend follows it.
-      if (found === "running" && row.status === "paused") await inst.instance.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") await inst.instance.resume(row.id, row.backendState, 0).catch(() => {});
+      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
+      if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
+      if (found === "paused" && row.status === "running") await pausing?.resume(row.id, row.backendState, 0).catch(() => {});
     }
-    for (const inst of this.registry.instancesOf<SandboxBackend>("sandbox")) {
+    for (const inst of this.registry.instancesOf("sandbox")) {
       await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
     }
   }

@@ -1,7 +1,9 @@
-import { Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
-import { ConfigError, type ConfigFile } from "../config";
-import type { SandboxResources, SandboxTemplate } from "./backend";
+import { type TProperties, Type } from "@sinclair/typebox";
+import type { ConfigFile } from "../config";
+import { ConfigError } from "../settings";
+import { sectionProblem } from "../settings/config-section";
+import type { SandboxResources, SandboxTemplate, SharedTemplate } from "./backend";
+import { claudeCodeBinary } from "./claude-code";
 
 /**
  * Resources of a template that sets none, sized for a 2-core, 24 GB host running a
@@ -47,11 +49,12 @@ export function resolveResources(t: SandboxTemplate, o: ResourceOverrides): Sand
 const MIN = { memoryMB: 64, cpuCount: 0.1, diskSizeMB: 1, pids: 16 };
 
 /**
- * Templates are configuration: `base` and `code_interpreter` ship by default on the
+ * Templates are configuration: `base`, `code_interpreter` and `claude` ship by default on the
  * local backend; CONFIG_FILE `sandboxes.templates` adds templates or overrides these
- * (set one to null to remove it). A template names the backend instance that runs it.
+ * (set one to null to remove it). A template names the backend instance that runs it;
+ * `mounts` and `requires` are template fields of the local backend (providers/local/template.ts).
  */
-export const DEFAULT_TEMPLATES: Record<string, Omit<SandboxTemplate, "id">> = {
+export const DEFAULT_TEMPLATES: Record<string, Omit<SharedTemplate, "id"> & Record<string, unknown>> = {
   base: {
     backend: "local",
     description: "Shell and the host's /usr (coreutils, util-linux, whatever the host has), read-only",
@@ -63,35 +66,45 @@ export const DEFAULT_TEMPLATES: Record<string, Omit<SandboxTemplate, "id">> = {
     mounts: ["/usr"],
     requires: ["python3"],
   },
+  claude: {
+    backend: "local",
+    description: "base plus the Claude Code CLI (`claude`, from the @anthropic-ai/claude-code package or CLAUDE_CODE_BIN)",
+    mounts: ["/usr"],
+    programs: { claude: claudeCodeBinary() ?? null },
+  },
 };
 
-const TemplateSchema = Type.Object(
-  {
-    backend: Type.String({ minLength: 1 }),
-    description: Type.Optional(Type.String()),
-    mounts: Type.Optional(Type.Array(Type.String({ pattern: "^/" }))),
-    requires: Type.Optional(Type.Array(Type.String({ pattern: "^[A-Za-z0-9._+-]+$" }))),
-    remoteTemplate: Type.Optional(Type.String()),
-    memoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
-    cpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
-    diskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
-    pids: Type.Optional(Type.Integer({ minimum: MIN.pids })),
-    maxMemoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
-    maxCpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
-    maxDiskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
-  },
-  { additionalProperties: false },
-);
+/** The fields every template has, whatever its backend. */
+const SHARED_FIELDS = {
+  backend: Type.String({ minLength: 1 }),
+  description: Type.Optional(Type.String()),
+  memoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
+  cpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
+  diskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
+  pids: Type.Optional(Type.Integer({ minimum: MIN.pids })),
+  maxMemoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
+  maxCpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
+  maxDiskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
+};
 
-export function loadTemplates(file: ConfigFile): Map<string, SandboxTemplate> {
+/**
+ * The templates of CONFIG_FILE over the defaults, each checked against the shared fields
+ * plus those its backend's plugin declares (`fieldsOf`; undefined when that backend is
+ * not configured, and then its fields cannot be known: they are let through, and the
+ * template is reported unavailable).
+ */
+export function loadTemplates(file: ConfigFile, fieldsOf: (backend: string) => TProperties | undefined = () => undefined): Map<string, SandboxTemplate> {
   const section = (file.sandboxes as { templates?: Record<string, unknown> } | undefined)?.templates ?? {};
   const merged: Record<string, unknown> = { ...DEFAULT_TEMPLATES, ...section };
   const out = new Map<string, SandboxTemplate>();
   for (const [id, entry] of Object.entries(merged)) {
     if (entry === null) continue;
-    const first = Value.Errors(TemplateSchema, entry).First();
-    if (first) throw new ConfigError(`CONFIG_FILE sandboxes.templates.${id}: field "${first.path.replace(/^\//, "") || "(root)"}": ${first.message}`);
-    out.set(id, { id, ...(entry as Omit<SandboxTemplate, "id">) });
+    const backend = (entry as { backend?: unknown })?.backend;
+    const own = typeof backend === "string" ? fieldsOf(backend) : undefined;
+    const schema = Type.Object({ ...SHARED_FIELDS, ...own }, { additionalProperties: own === undefined && typeof backend === "string" });
+    const problem = sectionProblem(schema, entry, `CONFIG_FILE sandboxes.templates.${id}`);
+    if (problem) throw new ConfigError(problem);
+    out.set(id, { id, ...(entry as Omit<SharedTemplate, "id">) });
   }
   return out;
 }

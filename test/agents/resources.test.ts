@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
+import type { BetaManagedAgentsAgent } from "@anthropic-ai/sdk/resources/beta/agents/agents";
 import { startTestService, type TestService } from "../helpers/service";
 import { errorOf } from "./helpers";
 
@@ -64,6 +65,33 @@ describe("agents", () => {
     const versions = [];
     for await (const v of client.beta.agents.versions.list(a.id, { limit: 1 })) versions.push(v.version);
     expect(versions).toEqual([2, 1]);
+  });
+
+  test("description and system are null when omitted, as the SDK's Agent type has them (string | null); null clears them", async () => {
+    // Exactly the fields of the SDK's BetaManagedAgentsAgent, each present.
+    const FIELDS: (keyof BetaManagedAgentsAgent)[] = [
+      "archived_at", "created_at", "description", "execution_identity", "id", "mcp_servers", "metadata", "model",
+      "multiagent", "name", "skills", "system", "tools", "type", "updated_at", "version",
+    ];
+    const bare: BetaManagedAgentsAgent = await client.beta.agents.create({ name: "bare", model: "claude-sonnet-4-5" });
+    expect(Object.keys(bare).sort()).toEqual([...FIELDS].sort());
+    expect(bare.description).toBeNull();
+    expect(bare.system).toBeNull();
+    expect((await client.beta.agents.retrieve(bare.id)).system).toBeNull();
+    // Explicit nulls on create are the same as omitting them.
+    const nulls = await client.beta.agents.create({ name: "nulls", model: "claude-sonnet-4-5", description: null, system: null });
+    expect([nulls.description, nulls.system]).toEqual([null, null]);
+    // Set, kept when an update omits them, cleared by null.
+    const set = await client.beta.agents.update(bare.id, { description: "d", system: "s" });
+    expect([set.description, set.system]).toEqual(["d", "s"]);
+    const kept = await client.beta.agents.update(bare.id, { name: "renamed" });
+    expect([kept.description, kept.system]).toEqual(["d", "s"]);
+    const cleared = await client.beta.agents.update(bare.id, { description: null, system: null });
+    expect([cleared.description, cleared.system]).toEqual([null, null]);
+    // A session's copy of the agent has them as null too.
+    const env = await client.beta.environments.create({ name: "nulls-env" });
+    const session = await client.beta.sessions.create({ agent: nulls.id, environment_id: env.id });
+    expect([session.agent.description, session.agent.system]).toEqual([null, null]);
   });
 
   test("get: unknown agent, unknown version and malformed version", async () => {

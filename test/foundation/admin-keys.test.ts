@@ -23,7 +23,16 @@ describe("admin API", () => {
     const res = await admin("/admin/organizations", { method: "POST", json: { name: "acme" } });
     expect(res.status).toBe(201);
     const org = await res.json();
-    expect(org).toEqual({ id: expect.stringMatching(/^org_/), name: "acme", createdAt: expect.any(String) });
+    expect(org).toEqual({
+      id: expect.stringMatching(/^org_/),
+      name: "acme",
+      spendingLimit: null,
+      spendingPeriod: "none",
+      spent: 0,
+      periodSpent: 0,
+      periodResetsAt: null,
+      createdAt: expect.any(String),
+    });
     expect((await admin("/admin/organizations", { method: "POST", json: { name: "acme" } })).status).toBe(409);
     expect((await admin("/admin/organizations", { method: "POST", json: {} })).status).toBe(400);
     const list = await (await admin("/admin/organizations")).json();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
-import { corsOriginsFrom } from "../../src/cors";
+import { readSettings } from "../../src/settings";
 import { startUpstream, vendorEnv } from "../gateway/helpers";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 
@@ -154,6 +154,7 @@ describe("CORS_ORIGINS=none", () => {
   });
 
   test("settings: * and lists parse; a malformed origin is refused with a message naming the variable", () => {
+    const corsOriginsFrom = (env: Record<string, string>) => readSettings(env).corsOrigins;
     expect(corsOriginsFrom({})).toBe("*");
     expect(corsOriginsFrom({ CORS_ORIGINS: "" })).toBeNull();
     expect(corsOriginsFrom({ CORS_ORIGINS: "https://a.example,https://B.example/" })).toEqual(new Set(["https://a.example", "https://b.example"]));

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/log";
+import { pluginApi } from "../../src/plugin-api";
 import { Registry } from "../../src/registry/registry";
 import { startTestService } from "../helpers/service";
 
@@ -16,7 +17,7 @@ function readmeExample(): string {
 
 let dir: string;
 let upstream: ReturnType<typeof Bun.serve>;
-const seen: { path: string; auth: string | null; body: any }[] = [];
+const seen: { path: string; auth: string | null; team: string | null; body: any }[] = [];
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "gw-plugins-"));
@@ -26,7 +27,7 @@ beforeAll(() => {
     hostname: "127.0.0.1",
     async fetch(req) {
       const body = (await req.json()) as { model: string };
-      seen.push({ path: new URL(req.url).pathname, auth: req.headers.get("authorization"), body });
+      seen.push({ path: new URL(req.url).pathname, auth: req.headers.get("authorization"), team: req.headers.get("acme-team"), body });
       return Response.json({
         id: "chatcmpl-acme1",
         object: "chat.completion",
@@ -73,11 +74,35 @@ test("the README's example plugin loads from PLUGINS_DIR and serves requests end
   }
 });
 
+test("an external plugin compiled against the public plugin surface loads from PLUGINS_DIR and serves requests", async () => {
+  const pluginsDir = mkdtempSync(join(dir, "external-"));
+  writeFileSync(join(pluginsDir, "acme.ts"), readFileSync(join(import.meta.dir, "../plugins/external-acme.ts"), "utf8"));
+  const configFile = join(dir, "external.json");
+  const baseURL = `http://127.0.0.1:${upstream.port}/v1`;
+  writeFileSync(configFile, JSON.stringify({ providers: { acme: { plugin: "acme-external", baseURL, apiKey: "sk-ext", models: ["acme-ext"], team: "blue" } } }));
+  const svc = await startTestService({ PLUGINS_DIR: pluginsDir, CONFIG_FILE: configFile });
+  try {
+    const instance = svc.server.services.registry.instance("acme", "model");
+    expect(instance?.plugin.definition.serves).toEqual(["chat"]);
+    const org = await svc.org();
+    const { key } = await svc.key(org);
+    const res = await svc.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "acme-ext", messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(seen.at(-1)).toMatchObject({ path: "/v1/chat/completions", auth: "Bearer sk-ext", team: "blue" });
+  } finally {
+    await svc.close();
+  }
+});
+
 const log = createLogger("silent");
 const load = (files: Record<string, string>, providers?: Record<string, any>, env: Record<string, string> = {}) => {
   const d = mkdtempSync(join(dir, "case-"));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(d, name), text);
-  return { dir: d, promise: Registry.load({ builtins: [], pluginsDir: d, providers, env, dataDir: dir, log }) };
+  return { dir: d, promise: Registry.load({ builtins: [], api: pluginApi, pluginsDir: d, providers, env, dataDir: dir, log }) };
 };
 
 test("a plugin whose definition fails the schema stops start-up naming the file and the field", async () => {
@@ -101,15 +126,71 @@ test("an instance whose configuration fails the plugin's schema names the entry,
 test("zero configuration: fromEnv enables an instance; defaults are applied", async () => {
   const { promise } = load({ "acme.ts": readmeExample() }, undefined, { ACME_API_KEY: "sk-env" });
   const registry = await promise;
-  const instance = registry.instance<{ vendor: string; models: string[] }>("acme");
+  const instance = registry.instance("acme", "model");
   expect(instance?.instance.vendor).toBe("acme");
   expect(instance?.instance.models).toEqual([]);
   const none = await load({ "acme.ts": readmeExample() }).promise;
-  expect(none.instance("acme")).toBeUndefined();
+  expect(none.instance("acme", "model")).toBeUndefined();
 });
 
 test("two plugins cannot share a name", async () => {
   const src = readmeExample();
   const { promise } = load({ "a.ts": src, "b.ts": src });
   await expect(promise).rejects.toThrow(/name "acme" is already taken/);
+});
+
+test("a plugin serving a protocol or capability the service does not know is refused at load, naming the known ones", async () => {
+  const model = load({ "m.js": `export default ({ Type }) => ({ kind: "model", name: "m", serves: ["chat", "telepathy"], configSchema: Type.Object({}), create() {} });` });
+  await expect(model.promise).rejects.toThrow(/m\.js: field "serves": unknown protocol telepathy \(known: chat, messages/);
+  const sandbox = load({ "s.js": `export default ({ Type }) => ({ kind: "sandbox", name: "s", serves: ["teleport"], configSchema: Type.Object({}), create() {} });` });
+  await expect(sandbox.promise).rejects.toThrow(/s\.js: field "serves": unknown capability teleport \(known: processes, filesystem, pause\)/);
+});
+
+test("a sandbox backend must implement the capabilities its plugin serves; a model plugin must return a provider", async () => {
+  const lifecycle = "templateProblem() {}, async create() { return {}; }, async destroy() {}, async liveness() { return 'gone'; }";
+  const files = {
+    "box.js": `export default ({ Type }) => ({ kind: "sandbox", name: "box", serves: ["processes", "pause"], configSchema: Type.Object({}), fromEnv: () => ({}), create: () => ({ ${lifecycle}, async pause() {} }) });`,
+  };
+  const { dir: d, promise } = load(files);
+  await expect(promise).rejects.toThrow(`provider box (plugin ${join(d, "box.js")}): serves "processes" but does not implement exec()`);
+  const ok = await load({ "box.js": files["box.js"].replace('["processes", "pause"]', "[]") }).promise;
+  expect(ok.instance("box", "sandbox")?.plugin.definition.serves).toEqual([]);
+  expect(ok.instance("box", "model")).toBeUndefined();
+  const notProvider = load({ "p.js": `export default ({ Type }) => ({ kind: "model", name: "p", serves: ["chat"], configSchema: Type.Object({}), fromEnv: () => ({}), create: () => ({}) });` });
+  await expect(notProvider.promise).rejects.toThrow(/provider p .*create\(\) must return a model provider with vendor, models and send\(\)/);
+});
+
+test("the sandbox API reaches a backend only through the capabilities its plugin serves: 501 naming what to do otherwise", async () => {
+  const pluginsDir = mkdtempSync(join(dir, "lifecycle-only-"));
+  // A backend that only starts and stops sandboxes: it serves no capability.
+  writeFileSync(
+    join(pluginsDir, "box.js"),
+    `export default ({ Type }) => ({ kind: "sandbox", name: "box", serves: [], configSchema: Type.Object({}), fromEnv: () => ({}),
+      create: () => ({ templateProblem() {}, async create() { return {}; }, async destroy() {}, async liveness() { return "running"; },
+        async exec() { throw new Error("must not be called: not served"); } }) });`,
+  );
+  const configFile = join(dir, "box.json");
+  writeFileSync(configFile, JSON.stringify({ sandboxes: { templates: { boxed: { backend: "box" } } } }));
+  const svc = await startTestService({ PLUGINS_DIR: pluginsDir, CONFIG_FILE: configFile });
+  try {
+    const { key } = await svc.key(await svc.org());
+    const call = (method: string, path: string, body?: unknown) =>
+      svc.fetch(path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const created = await call("POST", "/sandboxes", { templateID: "boxed" });
+    expect(created.status).toBe(200);
+    const id = (await created.json()).sandboxID;
+    const exec = await call("POST", `/sandboxes/${id}/processes`, { cmd: "echo", args: ["hi"] });
+    expect(exec.status).toBe(501);
+    expect(await exec.json()).toEqual({ code: 501, message: "sandbox backend 'box' does not run processes; use a template on a backend whose plugin serves it" });
+    const pause = await call("POST", `/sandboxes/${id}/pause`);
+    expect(pause.status).toBe(501);
+    expect((await pause.json()).message).toContain("does not pause sandboxes");
+    expect((await call("DELETE", `/sandboxes/${id}`)).status).toBe(204);
+  } finally {
+    await svc.close();
+  }
 });

@@ -49,6 +49,27 @@ test("CLI: orgs create|list, keys create|list|revoke, usage errors", async () =>
   expect(cli(["frobnicate"], env).code).toBe(2);
 }, 120_000);
 
+test("CLI: budgets on organizations and keys (orgs create|update, keys create|update)", async () => {
+  const env = { DATA_DIR: join(dir, "cli-budgets") };
+  const org = cli(["orgs", "create", "team", "--spending-limit", "50", "--spending-period", "monthly"], env);
+  expect(org.code).toBe(0);
+  expect(JSON.parse(org.stdout)).toMatchObject({ name: "team", spendingLimit: 50, spendingPeriod: "monthly", spent: 0, periodSpent: 0 });
+  const updated = cli(["orgs", "update", "team", "--spending-period", "daily"], env);
+  expect(JSON.parse(updated.stdout)).toMatchObject({ spendingLimit: 50, spendingPeriod: "daily", periodResetsAt: expect.stringMatching(/T00:00:00.000Z$/) });
+  expect(JSON.parse(cli(["orgs", "update", "team", "--spending-limit", "none"], env).stdout).spendingLimit).toBeNull();
+
+  const key = JSON.parse(cli(["keys", "create", "--org", "team", "--name", "k", "--spending-limit", "5", "--spending-period", "weekly", "--tpm", "1000"], env).stdout);
+  expect(key).toMatchObject({ spendingLimit: 5, spendingPeriod: "weekly", tpm: 1000 });
+  const changed = JSON.parse(cli(["keys", "update", key.id, "--spending-period", "none", "--tpm", "none", "--rpm", "60"], env).stdout);
+  expect(changed).toMatchObject({ spendingLimit: 5, spendingPeriod: "none", tpm: null, rpm: 60 });
+
+  const bad = cli(["orgs", "create", "x", "--spending-period", "hourly"], env);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toContain("--spending-period must be one of none, daily, weekly, monthly");
+  expect(cli(["orgs", "update", "nope", "--spending-limit", "1"], env).stderr).toContain("orgs list");
+  expect(cli(["keys", "update"], env).code).toBe(2);
+}, 300_000);
+
 test("SIGTERM: requests in flight finish, then the process exits 0", async () => {
   // A slow upstream holds model requests inside the service while the signal arrives.
   const arrived: number[] = [];

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import type { LLMock } from "@copilotkit/aimock";
 import { ApiError as GenAIError, GoogleGenAI } from "@google/genai";
@@ -59,19 +62,35 @@ describe("no model provider configured", () => {
     expect(got.message).toContain("set GEMINI_API_KEY");
   });
 
-  test("a vendor without a built-in provider points at CONFIG_FILE; an unknown model stays a plain 404", async () => {
-    const post = (model: string) =>
-      svc.fetch("/v1/chat/completions", {
+  test("a vendor with a preset names its variable; a vendor without a built-in provider points at CONFIG_FILE; an unknown model stays a plain 404", async () => {
+    const post = (s: TestService, k: string, model: string) =>
+      s.fetch("/v1/chat/completions", {
         method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
         body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
       });
-    const mistral = await post("mistral-large-latest");
+    const mistral = await post(svc, key, "mistral-large-latest");
     expect(mistral.status).toBe(404);
-    expect((await mistral.json()).error.message).toMatch(/no provider configured for vendor mistral; add one under "providers" in CONFIG_FILE/);
-    const unknown = await post("no-such-model-anywhere");
+    expect((await mistral.json()).error.message).toContain("no provider configured for vendor mistral; set MISTRAL_API_KEY");
+    const bedrock = await post(svc, key, "anthropic.claude-sonnet-4-5-20250929-v1:0");
+    expect((await bedrock.json()).error.message).toMatch(/vendor bedrock; set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION/);
+    const unknown = await post(svc, key, "no-such-model-anywhere");
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error.message).toBe("model 'no-such-model-anywhere' not found");
+    // A catalog model of a vendor no plugin serves (added in CONFIG_FILE).
+    const dir = mkdtempSync(join(tmpdir(), "gw-newcomer-"));
+    const configFile = join(dir, "config.json");
+    writeFileSync(configFile, JSON.stringify({ catalog: { models: { "acme-llm": { vendor: "acme" } } } }));
+    const other = await startTestService({ CONFIG_FILE: configFile });
+    try {
+      const { key: otherKey } = await other.key(await other.org());
+      const acme = await post(other, otherKey, "acme-llm");
+      expect(acme.status).toBe(404);
+      expect((await acme.json()).error.message).toMatch(/no provider configured for vendor acme; add one under "providers" in CONFIG_FILE/);
+    } finally {
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("GET /v1/models/{id} of a catalog model says the same", async () => {

@@ -213,7 +213,7 @@ describe("fallback before the first byte", () => {
     expect(hits(primary, "fallback on 500")).toBe(1);
     expect(hits(secondary, "fallback on 500")).toBe(1);
     const row = (await usageOf(svc, keyId)).find((u) => u.publicModel === "duo-500");
-    expect(row).toMatchObject({ provider: "secondary", upstreamModel: "m500", status: 200 });
+    expect(row).toMatchObject({ provider: "secondary", upstreamModel: "m500", status: 200, attempts: 2 });
   });
 
   test("first candidate answers 429: the second serves the request", async () => {

@@ -130,8 +130,8 @@ describe("chat completions (openai SDK)", () => {
     expect((await bad({ temperature: 2.5 })).message).toContain("temperature must be between 0 and 2");
     const missing = await bad({ model: "no-such-model-anywhere" });
     expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
-    // A messages-only model on the chat surface: no protocol translation.
-    const wrong = await bad({ model: "claude-sonnet-4-5" });
+    // A Claude model on the responses surface, which Anthropic does not serve: no protocol translation.
+    const wrong = await openai.responses.create({ model: "claude-sonnet-4-5", input: "say hello" }).catch((e) => e);
     expect(wrong).toBeInstanceOf(OpenAI.BadRequestError);
     expect(wrong.message).toContain("do not speak it natively");
   });

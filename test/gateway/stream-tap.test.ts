@@ -1,5 +1,7 @@
 import { expect, test } from "bun:test";
-import { CODECS } from "../../src/gateway/protocols";
+import { protocolSpec } from "../../src/gateway/protocols";
+
+const CODECS = { chat: protocolSpec("chat").codec };
 import { completeSse, pipeSse, SseTap, type UpstreamReader } from "../../src/gateway/stream";
 
 // The stream tap against every way an upstream may cut the same stream into chunks:

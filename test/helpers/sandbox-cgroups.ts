@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { detectCgroups, parentGroupName } from "../../src/sandboxes/local/cgroup/detect";
+import { detectCgroups, parentGroupName } from "../../providers/local/cgroup/detect";
 
 /**
  * Ends every local sandbox of a test service's data directory and removes its cgroups

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RouteModule } from "../../src/http/route-module";
 import { loadConfig } from "../../src/config";
+import type { Logger } from "../../src/log";
 import { keyJson } from "../../src/keys/admin-routes";
 import type { NewKey } from "../../src/keys/keys";
 import { type RunningServer, startServer } from "../../src/server";
@@ -29,7 +30,7 @@ export interface TestService {
  * The real service, in-process, listening on a free 127.0.0.1 port, on a fresh
  * database (PGlite, or PostgreSQL with TEST_DATABASE_URL). Extra env vars configure it.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { modules?: RouteModule[]; checkContract?: boolean } = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { modules?: RouteModule[]; checkContract?: boolean; log?: Logger } = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
   const { database, drop } = await freshDatabase();
   let server: RunningServer;
@@ -46,7 +47,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       HOME: process.env.HOME,
       ...env,
     });
-    server = await startServer(config, { database, modules: opts.modules, observeResponses: opts.checkContract === false ? undefined : contractObserver });
+    server = await startServer(config, { database, modules: opts.modules, log: opts.log, observeResponses: opts.checkContract === false ? undefined : contractObserver });
   } catch (err) {
     // A service that failed to start (a bad setting, a port in use) leaves nothing behind.
     await drop();

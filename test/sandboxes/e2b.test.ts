@@ -124,7 +124,8 @@ test("an E2B pause failure gives 502 `failed to pause sandbox in provider`", asy
 test("TTL expiry kills the E2B sandbox too", async () => {
   const { id, remote } = await create({ timeout: 1 });
   await waitUntil(async () => (await api("GET", `/sandboxes/${id}`)).body.status === "stopped", 10_000, "the reaper");
-  expect(e2b.sandboxes.has(remote.id)).toBe(false);
+  // The backend's destroy follows the committed stop: awaited, not assumed done.
+  await waitUntil(async () => !e2b.sandboxes.has(remote.id), 10_000, "the E2B kill");
   expect((await eventsOf(svc, id, "sandbox.lifecycle.killed")).map((e) => e.data)).toEqual([{ reason: "timeout" }]);
 }, 30_000);
 

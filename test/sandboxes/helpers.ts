@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { and, asc, eq, inArray } from "drizzle-orm";
 import { events } from "../../src/events/schema";
 import { sandboxServiceOf } from "../../src/sandboxes";
-import type { SandboxBackend } from "../../src/sandboxes/backend";
 import { sandboxes } from "../../src/sandboxes/schema";
 import type { TestService } from "../helpers/service";
 
@@ -57,7 +56,7 @@ export async function destroyAll(svc: TestService): Promise<void> {
   const s = svc.server.services;
   const rows = await s.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
   for (const row of rows) {
-    const inst = s.registry.instance<SandboxBackend>(row.backend);
+    const inst = s.registry.instance(row.backend, "sandbox");
     await inst?.instance.destroy(row.id, row.backendState).catch(() => {});
   }
 }

@@ -2,9 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { SandboxBackend } from "../../src/sandboxes/backend";
-import type { LocalBackend } from "../../src/sandboxes/local/backend";
-import type { LocalState } from "../../src/sandboxes/local/state";
+import type { LocalBackend } from "../../providers/local/backend";
+import type { LocalState } from "../../providers/local/state";
 import { startTestService, type TestService } from "../helpers/service";
 import { type Api, apiFor, destroyAll, eventsOf, expectError, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
@@ -36,7 +35,7 @@ afterAll(async () => {
 });
 
 function backend(): LocalBackend {
-  return svc.server.services.registry.instance<SandboxBackend>("local")!.instance as LocalBackend;
+  return svc.server.services.registry.instance("local", "sandbox")!.instance as LocalBackend;
 }
 
 async function stateOf(id: string): Promise<LocalState> {

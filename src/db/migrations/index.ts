@@ -6,6 +6,9 @@ import m3 from "./0003_thankful_excalibur.sql" with { type: "text" };
 import m4 from "./0004_usage_series.sql" with { type: "text" };
 import m5 from "./0005_api_keys_notify.sql" with { type: "text" };
 import m6 from "./0006_interaction_stored_copy.sql" with { type: "text" };
+import m7 from "./0007_request_log.sql" with { type: "text" };
+import m8 from "./0008_e2b_access_tokens.sql" with { type: "text" };
+import m9 from "./0009_budgets.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -15,4 +18,7 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0004_usage_series", when: 1795559447791, breakpoints: true, sql: m4 },
   { tag: "0005_api_keys_notify", when: 1795590215271, breakpoints: true, sql: m5 },
   { tag: "0006_interaction_stored_copy", when: 1795593441120, breakpoints: true, sql: m6 },
+  { tag: "0007_request_log", when: 1795607926389, breakpoints: true, sql: m7 },
+  { tag: "0008_e2b_access_tokens", when: 1795613218290, breakpoints: true, sql: m8 },
+  { tag: "0009_budgets", when: 1795613445381, breakpoints: true, sql: m9 },
 ];

@@ -1,0 +1,406 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import type { LocalTemplate, LocalTemplateFields } from "./template";
+import { detectCgroups, parentGroupName } from "./cgroup/detect";
+import type { SandboxCgroups } from "./cgroup/types";
+import { runCaptured } from "./exec";
+import { listDir, readFile, removePath, type RunScript, writeFile } from "./files";
+import { CLAUDE_CODE_MISSING } from "../../src/sandboxes/claude-code";
+import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
+import { pauseBySignals, resumeBySignals } from "./pause";
+import { procStat, signal } from "./procfs";
+import { spawnStreaming } from "./spawn";
+import { killUnfinished, type Started, startSandbox } from "./start";
+import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
+
+export interface LocalLimits {
+  /** Processes per sandbox uid (RLIMIT_NPROC); the pids cgroup limit is the template's `pids`. */
+  processes: number;
+  /** Address space per process, MiB (RLIMIT_AS). */
+  memoryMB: number;
+  /** CPU seconds per process (RLIMIT_CPU). */
+  cpuSeconds: number;
+  /** Largest file a process may write, MiB (RLIMIT_FSIZE). */
+  fileSizeMB: number;
+  /** Open files per process (RLIMIT_NOFILE). */
+  openFiles: number;
+  /** Bytes of stdout and of stderr kept per command; the rest is replaced by a marker. */
+  outputBytes: number;
+}
+
+interface WarmSandbox extends Started {
+  /** Directory name under the root (`pool_...`) until a create takes it. */
+  dir: string;
+}
+
+export interface LocalOptions {
+  /** Started sandboxes kept ready per template (0 disables). */
+  warmPool: number;
+  /** PATH used to find bwrap and util-linux tools (the service's environment). */
+  path?: string;
+  /** Where per-sandbox directories live (DATA_DIR/sandboxes). */
+  root: string;
+  limits: LocalLimits;
+  /** Run sandboxes without per-sandbox cgroups (no memory, CPU or process limit per sandbox; the operator's explicit choice). */
+  withoutCgroups: boolean;
+  /** Resources of a template that sets none (see templates.ts). */
+  defaultResources: SandboxResources;
+  log: Logger;
+}
+
+export const OUTPUT_MARKER = (stream: string, n: number) => `\n[${stream} truncated: output exceeded ${n} bytes]\n`;
+export const OOM_MARKER = (mb: number) => `\n[out of memory: the sandbox's memory limit (${mb} MB, files in /home/user, /tmp and /dev/shm included) was reached and the kernel killed a process in the sandbox]\n`;
+
+const HOST_TOOLS: [string, string][] = [
+  ["bwrap", "bubblewrap"],
+  ["nsenter", "util-linux"],
+  ["setpriv", "util-linux"],
+  ["prlimit", "util-linux"],
+];
+
+/**
+ * Sandboxes as bubblewrap namespaces on this host, each in a cgroup of its own. Each
+ * sandbox is one long-lived bwrap process tree (pid 1 + `sleep infinity`) started in
+ * its own session, so it survives restarts of the service; commands and file
+ * operations join its cgroup and namespaces (nsenter) instead of starting a new bwrap
+ * each time, which keeps a command round trip to a few milliseconds.
+ */
+export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
+  /**
+   * The service must run as root: it gives each sandbox its own host uid, it joins
+   * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
+   * maps the sandbox's uid 1000), which only a process privileged on the host can enter,
+   * and it creates cgroups.
+   */
+  private readonly privileged = process.getuid?.() === 0;
+  private readonly tools = new Map<string, string>();
+  private readonly pool = new Map<string, WarmSandbox[]>();
+  private readonly filling = new Map<string, Promise<void>>();
+  private closed = false;
+  private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
+
+  constructor(private readonly opts: LocalOptions) {}
+
+  /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
+  private cgroupSetup(): { cgroups?: SandboxCgroups; problem?: string } {
+    if (this.cgroupState) return this.cgroupState;
+    if (this.opts.withoutCgroups) {
+      this.opts.log.warn("local sandboxes run WITHOUT per-sandbox memory, CPU and process limits (providers.local.withoutCgroups)");
+      return (this.cgroupState = {});
+    }
+    const found = detectCgroups(parentGroupName(this.opts.root));
+    if (typeof found !== "string") {
+      this.opts.log.info("local sandboxes get a cgroup each", { where: found.where });
+      return (this.cgroupState = { cgroups: found });
+    }
+    this.opts.log.error("local sandboxes cannot get a cgroup each; sandbox creation is refused", { reason: found });
+    return (this.cgroupState = { problem: `the local sandbox backend cannot create a cgroup per sandbox (${found}); fix that, or run sandboxes without per-sandbox limits with providers.local.withoutCgroups` });
+  }
+
+  /** The per-sandbox groups (undefined when running without them). */
+  get cgroups(): SandboxCgroups | undefined {
+    return this.cgroupSetup().cgroups;
+  }
+
+  /** The first missing host program, named with the Debian package that provides it. */
+  private missingTool(): string | undefined {
+    for (const [tool, pkg] of HOST_TOOLS) {
+      if (this.tools.has(tool)) continue;
+      const path = Bun.which(tool, { PATH: this.opts.path ?? process.env.PATH ?? "" });
+      if (!path) return `the local sandbox backend needs '${tool}', which is not installed: install the Debian package '${pkg}'`;
+      this.tools.set(tool, path);
+    }
+    return undefined;
+  }
+
+  private tool(name: string): string {
+    const missing = this.missingTool();
+    if (missing) throw new BackendError(503, missing);
+    return this.tools.get(name)!;
+  }
+
+  templateProblem(template: LocalTemplate): string | undefined {
+    if (process.platform !== "linux") return `template ${template.id} is unavailable: the local sandbox backend runs on Linux only`;
+    if (!this.privileged) return `template ${template.id} is unavailable: the local sandbox backend needs the service to run as root (it starts each sandbox under its own unprivileged uid)`;
+    const tool = this.missingTool();
+    if (tool) return `template ${template.id} is unavailable: ${tool}`;
+    const cg = this.cgroupSetup().problem;
+    if (cg) return `template ${template.id} is unavailable: ${cg}`;
+    for (const [name, path] of Object.entries(template.programs ?? {})) {
+      if (!path) return `template ${template.id} is unavailable: ${name === "claude" ? CLAUDE_CODE_MISSING : `'${name}' was not found on the host`}`;
+      if (!existsSync(path)) return `template ${template.id} is unavailable: '${path}' (program ${name}) does not exist on the host`;
+    }
+    for (const program of template.requires ?? []) {
+      if (!Bun.which(program, { PATH: SANDBOX_PATH })) {
+        return `template ${template.id} is unavailable: '${program}' is not installed on the host (Debian package '${program}')`;
+      }
+    }
+    return undefined;
+  }
+
+  /** A template's own resources: what its warm sandboxes start with. */
+  private templateResources(t: LocalTemplate): SandboxResources {
+    const d = this.opts.defaultResources;
+    return { memoryMB: t.memoryMB ?? d.memoryMB, cpuCount: t.cpuCount ?? d.cpuCount, diskSizeMB: t.diskSizeMB ?? d.diskSizeMB, pids: t.pids ?? d.pids };
+  }
+
+  async create(spec: CreateSpec<LocalTemplateFields>): Promise<BackendState> {
+    const problem = this.templateProblem(spec.template);
+    if (problem) throw new BackendError(503, problem);
+    mkdirSync(this.opts.root, { recursive: true, mode: 0o700 });
+    const dir = join(this.opts.root, spec.sandboxId);
+    const resources = spec.resources ?? this.templateResources(spec.template);
+    // File system sizes are fixed at mount time; other limits are cgroup files that a
+    // warm sandbox takes on as it is handed out.
+    const warm = resources.diskSizeMB === this.templateResources(spec.template).diskSizeMB ? this.takeWarm(spec.template.id) : undefined;
+    if (warm) {
+      // Bind mounts follow inodes, not paths: renaming a warm sandbox's directory keeps it working.
+      renameSync(join(this.opts.root, warm.dir), dir);
+      if (warm.state.cgroup && !sameResources(warm.state.resources, resources)) this.cgroups?.setLimits(warm.state.cgroup, resources);
+      warm.state.resources = resources;
+    }
+    const started = warm ?? (await this.start(spec.template, spec.sandboxId, resources));
+    // From here on the sandbox outlives the service.
+    started.release();
+    this.refill(spec.template);
+    return started.state;
+  }
+
+  private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups });
+  }
+
+  /** A started, unused sandbox of this template, if the warm pool has a live one. */
+  private takeWarm(templateId: string): WarmSandbox | undefined {
+    const pool = this.pool.get(templateId) ?? [];
+    for (let w = pool.shift(); w; w = pool.shift()) {
+      if (procStat(w.state.initPid)?.startTime === w.state.initStart) return w;
+      void this.destroyDir(w.dir, w.state);
+    }
+    return undefined;
+  }
+
+  /**
+   * Keeps `warmPool` started sandboxes per template ready, so that creating one is a
+   * directory rename instead of a bwrap start. They hold no user state: envVars are
+   * applied per command.
+   */
+  private refill(template: LocalTemplate): void {
+    if (this.opts.warmPool <= 0 || this.closed || this.filling.has(template.id)) return;
+    const fill = (async () => {
+      const pool = this.pool.get(template.id) ?? [];
+      this.pool.set(template.id, pool);
+      while (!this.closed && pool.length < this.opts.warmPool) {
+        const dir = `pool_${randomBytes(8).toString("hex")}`;
+        const started = await this.start(template, dir, this.templateResources(template));
+        if (this.closed) await this.destroyDir(dir, started.state);
+        else pool.push({ dir, ...started });
+      }
+    })()
+      .catch((e) => this.opts.log.warn("warm sandbox pool not filled", { template: template.id, err: e }))
+      .finally(() => this.filling.delete(template.id));
+    this.filling.set(template.id, fill);
+  }
+
+  /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.filling.values());
+    for (const pool of this.pool.values()) for (const w of pool.splice(0)) await this.destroyDir(w.dir, w.state);
+    // Sandboxes outlive the service and keep the parent group; an empty one goes.
+    this.cgroupState?.cgroups?.removeParentIfEmpty();
+  }
+
+  private async destroyDir(dir: string, s: LocalState): Promise<void> {
+    // The cgroup holds every process of the sandbox, including any that escaped its pid
+    // namespace's init (there are none by design, but the group is the ground truth).
+    if (s.cgroup && this.cgroups) await this.cgroups.destroy(s.cgroup);
+    else if (procStat(s.initPid)?.startTime === s.initStart) {
+      signal(s.initPid, "SIGKILL");
+      for (let i = 0; i < 200 && procStat(s.initPid)?.startTime === s.initStart && procStat(s.initPid)?.state !== "Z"; i++) await Bun.sleep(5);
+    }
+    rmSync(join(this.opts.root, dir), { recursive: true, force: true });
+  }
+
+  /** prlimit arguments: per-process limits inherited by the sandbox and by every command run in it. */
+  private limitArgs(resources?: SandboxResources): string[] {
+    const l = this.opts.limits;
+    // A sandbox given more memory than the per-process cap may use it in one process.
+    const asMB = Math.max(l.memoryMB, resources?.memoryMB ?? 0);
+    return [
+      this.tool("prlimit"),
+      // Threat: fork bombs (the pids cgroup is the per-sandbox cap). Counted per host uid,
+      // which is unique to the sandbox.
+      `--nproc=${l.processes}`,
+      // Threat: one process taking the sandbox's whole memory (the memory cgroup caps the sandbox).
+      `--as=${asMB * 1024 * 1024}`,
+      // Threat: busy loops in background processes burning CPU forever.
+      `--cpu=${l.cpuSeconds}`,
+      `--fsize=${l.fileSizeMB * 1024 * 1024}`,
+      `--nofile=${l.openFiles}`,
+      "--",
+    ];
+  }
+
+  private live(id: string, state: BackendState): LocalState {
+    const s = state as LocalState;
+    if (s.host !== HOST_ID) throw new BackendError(409, `sandbox ${id} runs on another host (${s.host.split("/")[0]}); use the service there`);
+    const st = procStat(s.initPid);
+    // A zombie init (killed, not yet reaped) is as gone as a missing one.
+    if (!st || st.startTime !== s.initStart || st.state === "Z" || st.state === "X") throw new BackendError(409, `sandbox ${id} is no longer running on this host`);
+    return s;
+  }
+
+  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
+  private enterArgs(s: LocalState, command: string[]): string[] {
+    return [
+      ...joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []),
+      // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
+      // in the sandbox's user namespace, so setuid-root binaries gain nothing.
+      ...this.limitArgs(s.resources),
+      this.tool("nsenter"), "-t", String(s.initPid),
+      "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
+      "--setuid", String(SANDBOX_UID), "--setgid", String(SANDBOX_UID),
+      "--",
+      ...command,
+    ];
+  }
+
+  async exec(id: string, state: BackendState, spec: ExecSpec): Promise<ExecResult> {
+    const s = this.live(id, state);
+    const max = this.opts.limits.outputBytes;
+    const cg = s.cgroup ? this.cgroups : undefined;
+    const ooms = cg ? cg.oomKills(s.cgroup!) : 0;
+    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
+    let stdout = new TextDecoder().decode(r.stdout);
+    let stderr = new TextDecoder().decode(r.stderr);
+    if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
+    if (r.stderrTruncated) stderr += OUTPUT_MARKER("stderr", max);
+    const outOfMemory = !!cg && cg.oomKills(s.cgroup!) > ooms;
+    if (outOfMemory) stderr += OOM_MARKER(s.resources?.memoryMB ?? 0);
+    if (r.timedOut) stderr += `\n[command timed out after ${spec.timeoutMs / 1000} s and was killed]\n`;
+    else if (r.cancelled) stderr += CANCELLED_MARKER;
+    return { stdout, stderr, exitCode: r.exitCode, ...(outOfMemory ? { outOfMemory } : {}) };
+  }
+
+  spawn(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess {
+    const s = this.live(id, state);
+    // The working directory is entered inside the sandbox, where only its own view of the file system exists.
+    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || SANDBOX_HOME, ...spec.argv];
+    return spawnStreaming(this.enterArgs(s, argv), sandboxEnv(spec.env), s.pidNs);
+  }
+
+  usage(_id: string, state: BackendState): SandboxUsage | undefined {
+    const s = state as LocalState;
+    // Only a group of this host, still there (the metrics scrape asks about every live sandbox).
+    if (!s.cgroup || !this.cgroups || s.host !== HOST_ID || !this.cgroups.exists(s.cgroup)) return undefined;
+    const cpu = this.cgroups.cpuUsageUs(s.cgroup);
+    const mem = this.cgroups.memoryBytes(s.cgroup);
+    return cpu === undefined || mem === undefined ? undefined : { cpuUsageUs: cpu, memoryBytes: mem };
+  }
+
+  private runner(s: LocalState): RunScript {
+    return (script, args, opts = {}) =>
+      runCaptured({
+        argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
+        env: sandboxEnv({}),
+        pidNs: s.pidNs,
+        timeoutMs: 30_000,
+        maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
+        stdin: opts.stdin,
+      });
+  }
+
+  readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
+    return readFile(this.runner(this.live(id, state)), path, maxBytes);
+  }
+
+  writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry> {
+    return writeFile(this.runner(this.live(id, state)), path, data);
+  }
+
+  remove(id: string, state: BackendState, path: string): Promise<void> {
+    return removePath(this.runner(this.live(id, state)), path);
+  }
+
+  list(id: string, state: BackendState, path: string): Promise<DirEntry[]> {
+    return listDir(this.runner(this.live(id, state)), path);
+  }
+
+  /**
+   * Pause freezes the sandbox's cgroup: every process stops at once, forks included,
+   * and none of them sees a signal (SIGSTOP would be visible to a parent as a stopped
+   * child). Memory and files stay as they are. Without cgroups: SIGSTOP to each process.
+   */
+  async pause(id: string, state: BackendState): Promise<void> {
+    const s = this.live(id, state);
+    if (s.cgroup && this.cgroups) return this.cgroups.freeze(s.cgroup);
+    await pauseBySignals(id, s.pidNs);
+  }
+
+  async resume(id: string, state: BackendState): Promise<void> {
+    const s = this.live(id, state);
+    if (s.cgroup && this.cgroups) this.cgroups.thaw(s.cgroup);
+    else resumeBySignals(s.pidNs);
+  }
+
+  async destroy(id: string, state: BackendState): Promise<void> {
+    const s = state as LocalState;
+    if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
+    // Killing a pid namespace's init kills every process in the namespace; the cgroup's
+    // kill covers the rest.
+    await this.destroyDir(id, s);
+  }
+
+  async liveness(_id: string, state: BackendState): Promise<Liveness> {
+    const s = state as LocalState;
+    if (s.host !== HOST_ID) return "foreign";
+    const st = procStat(s.initPid);
+    if (!st || st.startTime !== s.initStart || st.state === "Z") return "gone";
+    if (s.cgroup && this.cgroups) return this.cgroups.frozen(s.cgroup) ? "paused" : "running";
+    return st.state === "T" ? "paused" : "running";
+  }
+
+  /** Destroys sandbox directories and cgroups (and their processes) that the database does not list as live. */
+  async sweep(liveIds: Set<string>): Promise<void> {
+    const keepGroups = new Set<string>();
+    for (const name of existsSync(this.opts.root) ? readdirSync(this.opts.root) : []) {
+      // Leftover sandboxes, and warm ones of a previous run of the service.
+      if (!(name.startsWith("sbx_") || name.startsWith("pool_"))) continue;
+      const state = readState(join(this.opts.root, name));
+      if (liveIds.has(name)) {
+        if (state?.cgroup) keepGroups.add(state.cgroup);
+        continue;
+      }
+      this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
+      if (!state) killUnfinished(join(this.opts.root, name));
+      await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
+    }
+    // Groups whose directory is gone (a crash between the two removals).
+    const cg = this.cgroups;
+    for (const group of cg?.names() ?? []) {
+      if (keepGroups.has(group)) continue;
+      this.opts.log.warn("removing leftover sandbox cgroup", { cgroup: group });
+      await cg!.destroy(group);
+    }
+  }
+}
+
+function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {
+  return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
+}
+
+function readState(dir: string): LocalState | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, "state.json"), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The environment of a command: the sandbox's defaults, then the sandbox's envVars. */
+function sandboxEnv(envVars: Record<string, string>): Record<string, string> {
+  return { HOME: SANDBOX_HOME, PATH: SANDBOX_PATH, USER: "user", LANG: "C.UTF-8", PWD: SANDBOX_HOME, ...envVars };
+}

@@ -1,0 +1,180 @@
+import { randomInt } from "node:crypto";
+import { closeSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { BackendError, type SandboxResources } from "../../src/plugin-api";
+import type { LocalTemplate } from "./template";
+import type { SandboxCgroups } from "./cgroup/types";
+import { prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
+import { childrenOf, pidNamespace, procStat, signal } from "./procfs";
+import { HOST_ID, joinCgroupArgs, type LocalState, safeRead } from "./state";
+
+const READY_TIMEOUT_MS = 10_000;
+const MIB = 1024 * 1024;
+
+export interface StartOptions {
+  root: string;
+  dirName: string;
+  template: LocalTemplate;
+  resources: SandboxResources;
+  /** prlimit argv prefix (rlimits). */
+  limitArgs: string[];
+  setpriv: string;
+  bwrap: string;
+  cgroups: SandboxCgroups | undefined;
+}
+
+export interface Started {
+  state: LocalState;
+  /** Lets it outlive the service (see the script of pid 1). */
+  release: () => void;
+}
+
+/** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
+function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number }): string[] {
+  const disk = String(r.diskSizeMB * MIB);
+  return [
+    // Threats: host processes, host network (the service and its database listen on
+    // 127.0.0.1), System V IPC, hostname and the host's cgroup tree. New user, pid, mount,
+    // ipc, uts, net and cgroup namespaces; the sandbox's loopback is its own.
+    "--unshare-all",
+    "--unshare-user",
+    "--unshare-cgroup",
+    "--uid", String(SANDBOX_UID),
+    "--gid", String(SANDBOX_UID),
+    // Nested user namespaces are a common kernel attack surface; nothing in a sandbox needs them.
+    "--disable-userns",
+    "--hostname", "sandbox",
+    // Threat: TIOCSTI keystroke injection into a controlling terminal.
+    "--new-session",
+    ...rootfsArgs(template),
+    // Copied in from descriptors: a bind mount of a host file would show its host path
+    // (DATA_DIR) in /proc/self/mountinfo.
+    "--ro-bind-data", String(etcFds.passwd), "/etc/passwd",
+    "--ro-bind-data", String(etcFds.group), "/etc/group",
+    "--ro-bind-data", String(etcFds.hosts), "/etc/hosts",
+    "--proc", "/proc",
+    "--dev", "/dev",
+    // Threat: filling the host's memory or disk through files. Every writable place is
+    // a tmpfs of its own size; its pages are charged to the sandbox's memory cgroup, so
+    // files count in the sandbox's memory limit too. Past the size: ENOSPC inside.
+    "--perms", "1777", "--size", disk, "--tmpfs", "/dev/shm",
+    "--perms", "0700", "--size", disk, "--tmpfs", SANDBOX_HOME,
+    "--perms", "1777", "--size", disk, "--tmpfs", "/tmp",
+    // bwrap's /dev is itself a tmpfs without a size: only its device nodes and the
+    // mounts above are for the sandbox.
+    "--remount-ro", "/dev",
+    // Threat: writing to the system root. bwrap's root is a tmpfs; make it read-only
+    // once everything is mounted.
+    "--remount-ro", "/",
+    "--chdir", SANDBOX_HOME,
+    "--clearenv",
+    "--setenv", "HOME", SANDBOX_HOME,
+    "--setenv", "PATH", SANDBOX_PATH,
+  ];
+}
+
+/**
+ * pid 1's command (bwrap takes the command from its own command line only). Waits for
+ * "go" on stdin before settling down: a warm sandbox whose service dies before handing
+ * it out sees end-of-file instead and exits, so it cannot leak.
+ */
+const INIT_COMMAND = ["/bin/sh", "-c", 'echo ready; read go; [ "$go" = go ] || exit 0; exec sleep infinity </dev/null >/dev/null 2>&1'];
+
+/** Starts one sandbox (its cgroup, bwrap and bwrap's long-lived pid 1) in root/<dirName>. */
+export async function startSandbox(o: StartOptions): Promise<Started> {
+  // A fresh host uid per sandbox: RLIMIT_NPROC counts per uid, and files of one
+  // sandbox are unreadable to the uid of another even if a path leaked.
+  const hostUid = randomInt(0x100000, 0x3fffffff);
+  const paths = prepareSandboxDir(o.root, o.dirName);
+  const cgroup = o.cgroups ? o.dirName : undefined;
+  if (o.cgroups && cgroup) o.cgroups.create(cgroup, o.resources);
+  const fds: number[] = [];
+  const open = (path: string) => {
+    const fd = openSync(path, "r");
+    fds.push(fd);
+    return fd;
+  };
+  let proc: ReturnType<typeof Bun.spawn> | undefined;
+  try {
+    const etc = { passwd: 4, group: 5, hosts: 6 };
+    writeFileSync(join(paths.dir, "bwrap.args"), `${bwrapArgs(o.template, o.resources, etc).join("\0")}\0`, { mode: 0o600 });
+    const stdio = [open(join(paths.dir, "bwrap.args")), open(join(paths.etc, "passwd")), open(join(paths.etc, "group")), open(join(paths.etc, "hosts"))];
+    const argv = [
+      // Into the sandbox's cgroup first, as root; everything below inherits it, and
+      // bwrap's cgroup namespace is rooted there.
+      ...joinCgroupArgs(cgroup && o.cgroups ? o.cgroups.procsFiles(cgroup) : []),
+      ...o.limitArgs,
+      // bwrap itself runs unprivileged, as the sandbox's own host uid.
+      o.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, "--clear-groups", "--",
+      // The sandbox's pid 1 is a copy of this process: its command line is all that
+      // shows inside, and it must not name host paths.
+      o.bwrap, "--args", "3", "--", ...INIT_COMMAND,
+    ];
+    // detached: a new session, so a terminal's Ctrl-C or a signal to the service's process
+    // group does not reach sandboxes, and they outlive the service. stderr is a pipe, not
+    // a log file: a file's host path would show in /proc/1/fd inside.
+    proc = Bun.spawn(argv, { stdio: ["pipe", "pipe", "pipe", ...stdio], env: {}, detached: true });
+    for (const fd of fds.splice(0)) closeSync(fd);
+    // Until state.json exists, this is how start-up reconciliation finds a sandbox whose
+    // creation a crash interrupted (pid and start time, against pid reuse).
+    writeFileSync(join(paths.dir, "bwrap.pid"), `${proc.pid} ${procStat(proc.pid)?.startTime ?? -1}`, { mode: 0o600 });
+    proc.unref();
+    const stdin = proc.stdin as import("bun").FileSink;
+    const ready = await readyLine(proc.stdout as ReadableStream<Uint8Array>, READY_TIMEOUT_MS);
+    if (!ready) {
+      const log = await Promise.race([new Response(proc.stderr as ReadableStream<Uint8Array>).text(), Bun.sleep(500).then(() => "")]);
+      throw new BackendError(500, `sandbox failed to start${log.trim() ? `: ${log.trim()}` : ""}`);
+    }
+    void (proc.stderr as ReadableStream<Uint8Array>).cancel().catch(() => {});
+    // prlimit and setpriv exec, so proc.pid is bwrap itself; its one child is the
+    // sandbox's pid 1.
+    const initPid = childrenOf(proc.pid)[0];
+    const st = initPid ? procStat(initPid) : undefined;
+    const pidNs = initPid ? pidNamespace(initPid) : undefined;
+    if (!st || !pidNs) throw new BackendError(500, "sandbox failed to start: its init process vanished");
+    const state: LocalState = { initPid, initStart: st.startTime, hostUid, pidNs, host: HOST_ID, resources: o.resources, ...(cgroup ? { cgroup } : {}) };
+    // Read back by start-up reconciliation, which must find (and kill) leftovers.
+    // Written whole or not at all (a crash mid-write must not leave half a file).
+    writeFileSync(join(paths.dir, "state.json.tmp"), JSON.stringify(state), { mode: 0o600 });
+    renameSync(join(paths.dir, "state.json.tmp"), join(paths.dir, "state.json"));
+    const release = () => {
+      stdin.write("go\n");
+      void stdin.end();
+    };
+    return { state, release };
+  } catch (e) {
+    for (const fd of fds) closeSync(fd);
+    if (proc) {
+      proc.kill("SIGKILL");
+      for (const c of childrenOf(proc.pid)) signal(c, "SIGKILL");
+    }
+    if (o.cgroups && cgroup) await o.cgroups.destroy(cgroup).catch(() => {});
+    rmSync(paths.dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Kills a sandbox whose start was interrupted: its bwrap (checked by pid and start time) and bwrap's child. */
+export function killUnfinished(dir: string): void {
+  const [pid, start] = safeRead(join(dir, "bwrap.pid")).trim().split(" ").map(Number);
+  if (!Number.isInteger(pid) || pid <= 0 || procStat(pid)?.startTime !== start) return;
+  for (const child of childrenOf(pid)) signal(child, "SIGKILL");
+  signal(pid, "SIGKILL");
+}
+
+async function readyLine(stream: ReadableStream<Uint8Array>, timeoutMs: number): Promise<boolean> {
+  const reader = stream.getReader();
+  const timer = Bun.sleep(timeoutMs).then(() => "timeout" as const);
+  let text = "";
+  try {
+    for (;;) {
+      const r = await Promise.race([reader.read(), timer]);
+      if (r === "timeout" || r.done) return false;
+      text += new TextDecoder().decode(r.value);
+      if (text.includes("ready\n")) return true;
+    }
+  } finally {
+    reader.releaseLock();
+    void stream.cancel().catch(() => {});
+  }
+}

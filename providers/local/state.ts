@@ -1,0 +1,40 @@
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import type { BackendState, SandboxResources } from "../../src/plugin-api";
+
+/** What the database keeps for a local sandbox; enough to find it after a restart. */
+export interface LocalState extends BackendState {
+  /** Host pid of the sandbox's pid 1 and its start time (guards against pid reuse). */
+  initPid: number;
+  initStart: number;
+  /** Host uid the sandbox runs as; unique per sandbox when the service runs as root. */
+  hostUid: number;
+  pidNs: string;
+  /** Hostname and boot id: pids mean nothing on another host or after a reboot. */
+  host: string;
+  /** Its cgroup's name under the service's parent group; absent when running without cgroups. */
+  cgroup?: string;
+  /** The limits it runs with. */
+  resources?: SandboxResources;
+}
+
+export function safeRead(path: string): string {
+  try {
+    return readFileSync(path, "utf8").slice(0, 2000);
+  } catch {
+    return "";
+  }
+}
+
+/** This host and boot; a sandbox state from another one is not ours. */
+export const HOST_ID = `${hostname()}/${safeRead("/proc/sys/kernel/random/boot_id").trim()}`;
+
+/**
+ * argv prefix that moves itself into the given cgroup files, then execs the rest. Threat:
+ * a process of the sandbox outside its group would escape every limit, so a failed
+ * move stops the command (exit 125) instead of running it unconfined.
+ */
+export function joinCgroupArgs(procsFiles: string[]): string[] {
+  if (!procsFiles.length) return [];
+  return ["/bin/sh", "-c", 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"', "sh", String(procsFiles.length), ...procsFiles];
+}

@@ -1,0 +1,56 @@
+import { Elysia } from "elysia";
+import { clockOf } from "../clock";
+import { type AuthContext, AUTH_MESSAGES } from "../http/auth";
+import { ApiError } from "../http/errors";
+import type { RouteModule } from "../http/route-module";
+import type { Surface } from "../http/surfaces";
+import type { Services } from "../services";
+import { OrgBudgets } from "./org-budgets";
+import { limitReached } from "./period";
+
+export const ORG_SPEND_MESSAGE = "organization spending limit exceeded";
+
+const orgBudgets = new WeakMap<Services, OrgBudgets>();
+
+/** The organization budgets of a service (created on first use; started by budgetsModule). */
+export function orgBudgetsFor(s: Services): OrgBudgets {
+  let b = orgBudgets.get(s);
+  if (!b) {
+    b = new OrgBudgets(s.db, s.log, { listen: s.database.listen, pollMs: s.config.keyCache.resyncMs });
+    orgBudgets.set(s, b);
+  }
+  return b;
+}
+
+/**
+ * Spending limits, on model surfaces only (those that declare a spend-limit status), in
+ * the current period of the service's clock. The key's limit answers the surface's status
+ * (spec: 402, 403 on the protocol surfaces); the organization's limit answers 402 on every
+ * model surface (spec, Errors: 402 on messages is "insufficient balance or organization
+ * spending limit", 403 there is the key's limit).
+ */
+export function checkBudgets(s: Services, auth: AuthContext, surface: Surface): void {
+  if (!surface.spendLimitStatus) return;
+  const now = clockOf(s).now();
+  if (auth.key.spendingLimit !== null && limitReached(auth.key, now)) {
+    throw new ApiError(surface.spendLimitStatus, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
+  }
+  const org = orgBudgetsFor(s).get(auth.organizationId);
+  if (org && limitReached(org, now)) throw new ApiError(402, ORG_SPEND_MESSAGE, { code: "spending_limit_exceeded" });
+}
+
+/**
+ * Budgets: checked after authentication, before the body is read. Spend is what the usage
+ * meter wrote (src/metering/meter.ts), so requests in flight while a limit is reached, and
+ * those admitted before every process learns the new spend, may overshoot it.
+ */
+export const budgetsModule: RouteModule = {
+  surfaces: [],
+  routes: () => new Elysia({ name: "budgets" }),
+  async start(s) {
+    const budgets = orgBudgetsFor(s);
+    await budgets.start();
+    s.afterAuth.push((auth, surface) => checkBudgets(s, auth, surface));
+    return () => budgets.stop();
+  },
+};

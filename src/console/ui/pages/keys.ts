@@ -1,0 +1,150 @@
+import { html } from "htm/preact";
+import { useState } from "preact/hooks";
+import { api } from "../api";
+import { formatCost, formatTime, useLoad } from "../hooks";
+import { ErrorNote, Loading, type Org, PageTitle } from "../widgets";
+
+interface Key {
+  id: string;
+  organizationId: string;
+  name: string;
+  keyPrefix: string;
+  enabled: boolean;
+  spendingLimit: number | null;
+  spent: number;
+  rpm: number | null;
+  scopes: string[];
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+const numberOrNull = (v: string) => (v.trim() === "" ? null : Number(v));
+
+/** Organizations and their keys (admin only): create, revoke, limits; a new key is shown once. */
+export function KeysPage({ orgs, org, onOrgsChanged, onOrg }: { orgs: Org[]; org?: string; onOrgsChanged: () => void; onOrg: (id: string) => void }) {
+  const keys = useLoad<Key[]>(() => (org ? api(`/admin/keys?organizationId=${encodeURIComponent(org)}`) : Promise.resolve([])), [org]);
+  const [error, setError] = useState<string>();
+  const [created, setCreated] = useState<{ name: string; key: string }>();
+  const [status, setStatus] = useState("");
+
+  const createOrg = async (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const name = (form.elements.namedItem("org-name") as HTMLInputElement).value;
+    try {
+      const o = await api<Org>("/admin/organizations", { method: "POST", body: { name } });
+      form.reset();
+      setError(undefined);
+      setStatus(`Organization ${o.name} created.`);
+      onOrgsChanged();
+      onOrg(o.id);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  const createKey = async (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const field = (n: string) => (form.elements.namedItem(n) as HTMLInputElement).value;
+    const scopes = field("key-scopes").split(",").map((s) => s.trim()).filter(Boolean);
+    try {
+      const k = await api<Key & { key: string }>("/admin/keys", {
+        method: "POST",
+        body: { organizationId: org, name: field("key-name"), spendingLimit: numberOrNull(field("key-limit")), rpm: numberOrNull(field("key-rpm")), ...(scopes.length ? { scopes } : {}) },
+      });
+      form.reset();
+      setError(undefined);
+      setCreated({ name: k.name, key: k.key });
+      keys.reload();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  const revoke = async (k: Key) => {
+    if (!confirm(`Revoke key ${k.name} (${k.keyPrefix}…)? Requests with it stop at once.`)) return;
+    try {
+      await api(`/admin/keys/${encodeURIComponent(k.id)}/revoke`, { method: "POST" });
+      setStatus(`Key ${k.name} revoked.`);
+      keys.reload();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  const setLimits = async (e: Event, k: Key) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const field = (n: string) => (form.elements.namedItem(n) as HTMLInputElement).value;
+    try {
+      await api(`/admin/keys/${encodeURIComponent(k.id)}`, { method: "PATCH", body: { spendingLimit: numberOrNull(field("limit")), rpm: numberOrNull(field("rpm")) } });
+      setStatus(`Limits of ${k.name} saved.`);
+      keys.reload();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  return html`<section aria-labelledby="keys-title">
+    <${PageTitle}><span id="keys-title">Organizations and keys</span><//>
+    <p role="status" class="muted">${status}</p>
+    <${ErrorNote} message=${error} />
+    <form class="inline" onSubmit=${createOrg}>
+      <label for="org-name">New organization</label>
+      <input id="org-name" name="org-name" required maxlength="200" autocomplete="off" />
+      <button type="submit">Create organization</button>
+    </form>
+    <p class="controls">
+      <label for="keys-org">Organization</label>
+      <select id="keys-org" value=${org ?? ""} onChange=${(e: Event) => onOrg((e.target as HTMLSelectElement).value)}>
+        ${orgs.map((o) => html`<option value=${o.id}>${o.name} (${o.id})</option>`)}
+      </select>
+    </p>
+    ${created &&
+    html`<div class="secret" role="alert">
+      <p>Key <strong>${created.name}</strong> created. Copy it now: it is not shown again.</p>
+      <label for="new-key">New key</label>
+      <input id="new-key" readonly value=${created.key} size="70" onFocus=${(e: Event) => (e.target as HTMLInputElement).select()} />
+      <button type="button" onClick=${() => setCreated(undefined)}>I have copied it</button>
+    </div>`}
+    ${org &&
+    html`<form class="inline" onSubmit=${createKey} aria-label="Create a key">
+      <label for="key-name">Key name</label>
+      <input id="key-name" name="key-name" required maxlength="200" autocomplete="off" />
+      <label for="key-limit">Spending limit (USD)</label>
+      <input id="key-limit" name="key-limit" type="number" min="0" step="any" />
+      <label for="key-rpm">Requests per minute</label>
+      <input id="key-rpm" name="key-rpm" type="number" min="1" step="1" />
+      <label for="key-scopes">Scopes (comma-separated, empty = all)</label>
+      <input id="key-scopes" name="key-scopes" autocomplete="off" />
+      <button type="submit">Create key</button>
+    </form>`}
+    <${Loading} when=${keys.loading} />
+    <${ErrorNote} message=${keys.error} />
+    <table>
+      <caption>Keys of the organization</caption>
+      <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">State</th><th scope="col">Spent</th><th scope="col">Limits</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>
+        ${(keys.data ?? []).map(
+          (k) => html`<tr>
+            <td>${k.name}</td>
+            <td><code>${k.keyPrefix}…</code></td>
+            <td>${k.revokedAt ? "revoked" : k.enabled ? "active" : "disabled"}</td>
+            <td>${formatCost(k.spent)}</td>
+            <td>
+              <form class="limits" onSubmit=${(e: Event) => setLimits(e, k)}>
+                <label>USD <input name="limit" type="number" min="0" step="any" value=${k.spendingLimit ?? ""} size="6" aria-label=${`Spending limit of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+                <label>RPM <input name="rpm" type="number" min="1" step="1" value=${k.rpm ?? ""} size="5" aria-label=${`Requests per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+                <button type="submit" disabled=${!!k.revokedAt} aria-label=${`Save limits of ${k.name}`}>Save</button>
+              </form>
+            </td>
+            <td>${k.scopes.length ? k.scopes.join(", ") : "all"}</td>
+            <td>${formatTime(k.createdAt)}</td>
+            <td>${k.revokedAt ? null : html`<button type="button" class="danger" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.name}`}>Revoke</button>`}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+  </section>`;
+}

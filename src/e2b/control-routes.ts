@@ -1,0 +1,250 @@
+import { Elysia, t } from "elysia";
+import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
+import type { SandboxRow } from "../sandboxes/schema";
+import { CLIENT_ID, type SandboxService } from "../sandboxes/service";
+import { resolveResources } from "../sandboxes/templates";
+import type { AccessTokens } from "./access-token";
+import { type MetricsSampler } from "./metrics";
+
+/**
+ * The E2B control plane (E2B's own API document, `spec/openapi.yml` of e2b-dev/E2B),
+ * under `/e2b`, over the same sandbox service as `/sandboxes`: one sandbox is visible
+ * and manageable through both. E2B's field names, status codes and `{code, message}`
+ * errors. A stopped sandbox does not exist for E2B: 404, which the SDK's kill() reads
+ * as "already gone".
+ */
+
+/** The envd version the data plane answers as; the SDKs gate features on it. */
+export const ENVD_VERSION = "0.5.7";
+const MAX_TIMEOUT_SEC = 86_400;
+const MAX_PAGE = 100;
+
+/** E2B's template names for the templates we ship under other ids. */
+const TEMPLATE_ALIASES: Record<string, string> = { "code-interpreter-v1": "code_interpreter", "code-interpreter": "code_interpreter" };
+
+const hide = { hide: true };
+
+export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens, metrics: MetricsSampler) {
+  /** The sandbox as E2B describes it at create and connect: with the envd credentials. */
+  const created = async (row: SandboxRow) => {
+    const token = await tokens.tokenFor(row.organizationId, row.id);
+    return {
+      sandboxID: row.id,
+      templateID: row.templateId,
+      clientID: CLIENT_ID,
+      envdVersion: ENVD_VERSION,
+      envdAccessToken: token,
+      // The code interpreter SDK sends this one (and not the envd token) on context calls.
+      trafficAccessToken: token,
+      domain: null,
+    };
+  };
+
+  const detail = (row: SandboxRow) => {
+    const template = sandboxes.templates.get(row.templateId);
+    const r = template ? resolveResources(template, {}) : undefined;
+    const res = typeof r === "object" ? r : { cpuCount: 1, memoryMB: 0, diskSizeMB: 0 };
+    return {
+      sandboxID: row.id,
+      templateID: row.templateId,
+      clientID: CLIENT_ID,
+      startedAt: row.startedAt.toISOString(),
+      endAt: row.endAt.toISOString(),
+      state: row.status === "paused" ? "paused" : "running",
+      metadata: row.metadata,
+      cpuCount: Math.max(1, Math.ceil(res.cpuCount)),
+      memoryMB: res.memoryMB,
+      diskSizeMB: res.diskSizeMB,
+      envdVersion: ENVD_VERSION,
+      domain: null,
+      volumeMounts: [],
+    };
+  };
+
+  /** A live sandbox of the organization; stopped ones are "not found" as in E2B. */
+  const live = async (org: string, id: string) => {
+    const row = await sandboxes.get(org, id).catch((e) => {
+      if (e instanceof ApiError && e.status === 400) throw new ApiError(404, `sandbox ${id} not found`);
+      throw e;
+    });
+    if (row.status !== "running" && row.status !== "paused") throw new ApiError(404, `sandbox ${id} not found`);
+    return row;
+  };
+
+  const create = async (org: string, body: Record<string, unknown>) => {
+    const asked = String(body.templateID);
+    // A configured template of that name wins over E2B's alias.
+    const templateID = sandboxes.templates.has(asked) ? asked : (TEMPLATE_ALIASES[asked] ?? asked);
+    return created(
+      await sandboxes.create(org, {
+        templateID,
+        timeout: timeoutOf(body.timeout, false),
+        metadata: stringMap("metadata", body.metadata),
+        envVars: stringMap("envVars", body.envVars),
+      }),
+    );
+  };
+
+  const createBody = t.Object(
+    {
+      templateID: t.String({ minLength: 1, error: "templateID is required (a string)" }),
+      timeout: t.Optional(t.Unknown()),
+      metadata: t.Optional(t.Unknown()),
+      envVars: t.Optional(t.Unknown()),
+    },
+    { additionalProperties: true },
+  );
+
+  return new Elysia({ prefix: "/e2b" })
+    .use(requestContext)
+    .post("/sandboxes", async ({ auth, body, set }) => ((set.status = 201), create(auth.organizationId, body)), { body: createBody, detail: hide })
+    .post("/v2/sandboxes", async ({ auth, body, set }) => ((set.status = 201), create(auth.organizationId, body)), { body: createBody, detail: hide })
+    .get("/sandboxes", async ({ auth, query }) => filterRows(await sandboxes.list(auth.organizationId, "running"), query.metadata).map(detail), {
+      query: t.Object({ metadata: t.Optional(t.String()) }),
+      detail: hide,
+    })
+    .get(
+      "/v2/sandboxes",
+      async ({ auth, query, set }) => {
+        const states = (query.state ?? "running,paused").split(",").filter(Boolean);
+        for (const s of states) if (s !== "running" && s !== "paused") throw new ApiError(400, `state must be running or paused, not '${s}'`);
+        const limit = query.limit === undefined ? MAX_PAGE : Number(query.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ApiError(400, `limit must be an integer from 1 to ${MAX_PAGE}`);
+        const asc = query.order === "asc";
+        if (query.order !== undefined && query.order !== "asc" && query.order !== "desc") throw new ApiError(400, "order must be asc or desc");
+        let rows = (await sandboxes.list(auth.organizationId)).filter((r) => states.includes(r.status));
+        rows = filterRows(rows, query.metadata);
+        if (query.template) rows = rows.filter((r) => r.templateId === query.template || TEMPLATE_ALIASES[query.template!] === r.templateId);
+        if (query.startedAfter) {
+          const after = Date.parse(query.startedAfter);
+          if (Number.isNaN(after)) throw new ApiError(400, "startedAfter must be a date-time");
+          rows = rows.filter((r) => r.startedAt.getTime() >= after);
+        }
+        if (asc) rows.reverse();
+        // The cursor is the last id of the previous page; ids sort by creation time.
+        if (query.nextToken) rows = rows.filter((r) => (asc ? r.id > query.nextToken! : r.id < query.nextToken!));
+        const page = rows.slice(0, limit);
+        if (rows.length > limit) set.headers["x-next-token"] = page[page.length - 1].id;
+        set.headers["x-total-running"] = String(rows.filter((r) => r.status === "running").length);
+        return page.map(detail);
+      },
+      {
+        query: t.Object({
+          state: t.Optional(t.String()),
+          metadata: t.Optional(t.String()),
+          limit: t.Optional(t.String()),
+          nextToken: t.Optional(t.String({ maxLength: 64 })),
+          order: t.Optional(t.String()),
+          template: t.Optional(t.String()),
+          startedAfter: t.Optional(t.String()),
+        }),
+        detail: hide,
+      },
+    )
+    .get("/sandboxes/:id", async ({ auth, params }) => detail(await live(auth.organizationId, params.id)), { detail: hide })
+    .delete(
+      "/sandboxes/:id",
+      async ({ auth, params, set }) => {
+        await live(auth.organizationId, params.id);
+        await sandboxes.kill(auth.organizationId, params.id);
+        set.status = 204;
+        return null;
+      },
+      { detail: hide },
+    )
+    .post(
+      "/sandboxes/:id/timeout",
+      async ({ auth, params, body, set }) => {
+        await live(auth.organizationId, params.id);
+        await sandboxes.setTimeout(auth.organizationId, params.id, timeoutOf(body?.timeout, true)!);
+        set.status = 204;
+        return null;
+      },
+      { body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })), detail: hide },
+    )
+    .post(
+      "/sandboxes/:id/pause",
+      async ({ auth, params, set }) => {
+        await live(auth.organizationId, params.id);
+        await sandboxes.pause(auth.organizationId, params.id);
+        set.status = 204;
+        return null;
+      },
+      { body: t.Optional(t.Unknown()), detail: hide },
+    )
+    .post(
+      "/sandboxes/:id/resume",
+      async ({ auth, params, body, set }) => {
+        const row = await live(auth.organizationId, params.id);
+        if (row.status !== "paused") throw new ApiError(409, `sandbox ${params.id} is already running`);
+        set.status = 201;
+        return created(await sandboxes.connect(auth.organizationId, params.id, timeoutOf(body?.timeout, false)));
+      },
+      { body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })), detail: hide },
+    )
+    .post("/sandboxes/:id/connect", async ({ auth, params, body, set }) => connect(auth.organizationId, params.id, body?.timeout, set), {
+      body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })),
+      detail: hide,
+    })
+    .post("/v2/sandboxes/:id/connect", async ({ auth, params, body, set }) => connect(auth.organizationId, params.id, body?.timeout, set), {
+      body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })),
+      detail: hide,
+    })
+    .get(
+      "/sandboxes/:id/metrics",
+      async ({ auth, params }) => {
+        const row = await live(auth.organizationId, params.id);
+        if (row.status !== "running") return [];
+        const m = await metrics.sample(row);
+        return m ? [m] : [];
+      },
+      { query: t.Object({ start: t.Optional(t.String()), end: t.Optional(t.String()) }), detail: hide },
+    );
+
+  /** Resumes a paused sandbox (201) or returns a running one (200); the TTL is only ever extended. */
+  async function connect(org: string, id: string, rawTimeout: unknown, set: { status?: number | string }) {
+    const row = await live(org, id);
+    let timeout = timeoutOf(rawTimeout, false);
+    if (row.status === "running" && timeout !== undefined && Date.now() + timeout * 1000 <= row.endAt.getTime()) timeout = undefined;
+    const after = await sandboxes.connect(org, id, timeout);
+    set.status = row.status === "paused" ? 201 : 200;
+    return created(after);
+  }
+}
+
+function timeoutOf(v: unknown, required: boolean): number | undefined {
+  if (v === undefined || v === null) {
+    if (required) throw new ApiError(400, "timeout is required (seconds)");
+    return undefined;
+  }
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > MAX_TIMEOUT_SEC) throw new ApiError(400, `timeout must be an integer number of seconds from 0 to ${MAX_TIMEOUT_SEC}`);
+  // 0 would end the sandbox at once; E2B treats it as the shortest lifetime.
+  return Math.max(1, v);
+}
+
+function stringMap(name: string, value: unknown): Record<string, string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  const bad = () => new ApiError(400, `${name} must be an object of at most 256 string values`);
+  if (typeof value !== "object" || Array.isArray(value)) throw bad();
+  const entries = Object.entries(value);
+  if (entries.length > 256) throw bad();
+  for (const [k, v] of entries) if (typeof v !== "string" || k.length > 256 || v.length > 16_384) throw bad();
+  return value as Record<string, string>;
+}
+
+/** E2B's metadata filter: `k=v&k2=v2`, each key and value URL-encoded; every pair must match. */
+function filterRows(rows: SandboxRow[], metadata: string | undefined): SandboxRow[] {
+  if (!metadata) return rows;
+  // The SDK URL-encodes each key and value before joining them, so they are decoded once more.
+  const want = [...new URLSearchParams(metadata)].map(([k, v]) => [decode(k), decode(v)]);
+  return rows.filter((r) => want.every(([k, v]) => r.metadata[k] === v));
+}
+
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}

@@ -1,0 +1,93 @@
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { SandboxService } from "../sandboxes/service";
+import { sandboxOf } from "./context";
+import { type WatchEventType, type Watchers, startWatch } from "./fs-watch";
+import { type EntryInfoSchema, EventType, type Filesystem, FileType, type WatchDirResponseSchema } from "./gen/filesystem_pb";
+import { type Entry, FsError, SandboxFs } from "./sandbox-fs";
+
+const MAX_DEPTH = 32;
+const EVENT_TYPES: Record<WatchEventType, EventType> = {
+  create: EventType.CREATE,
+  write: EventType.WRITE,
+  remove: EventType.REMOVE,
+  rename: EventType.RENAME,
+  chmod: EventType.CHMOD,
+};
+
+/** envd's filesystem.Filesystem over helpers run inside the sandbox (see sandbox-fs.ts, fs-watch.ts). */
+export function filesystemService(sandboxes: SandboxService, watchers: Watchers): ServiceImpl<typeof Filesystem> {
+  const fs = (ctx: HandlerContext) => {
+    const { organizationId, sandboxId } = sandboxOf(ctx);
+    return new SandboxFs(sandboxes, organizationId, sandboxId);
+  };
+  const path = (p: string, what = "path") => {
+    if (!p) throw new ConnectError(`${what} is required`, Code.InvalidArgument);
+    if (p.length > 4096 || p.includes("\0")) throw new ConnectError(`${what} must be at most 4096 characters without NUL`, Code.InvalidArgument);
+    return p;
+  };
+
+  return {
+    stat: (req, ctx) => rpc(async () => ({ entry: entryInfo(await fs(ctx).stat(path(req.path))) })),
+    makeDir: (req, ctx) => rpc(async () => ({ entry: entryInfo(await fs(ctx).makeDir(path(req.path))) })),
+    move: (req, ctx) => rpc(async () => ({ entry: entryInfo(await fs(ctx).move(path(req.source, "source"), path(req.destination, "destination"))) })),
+    remove: (req, ctx) => rpc(async () => (await fs(ctx).remove(path(req.path)), {})),
+    listDir: (req, ctx) =>
+      rpc(async () => {
+        const depth = req.depth || 1;
+        if (depth > MAX_DEPTH) throw new ConnectError(`depth must be at most ${MAX_DEPTH}`, Code.InvalidArgument);
+        return { entries: (await fs(ctx).list(path(req.path), depth)).map(entryInfo) };
+      }),
+
+    async *watchDir(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchDirResponseSchema>> {
+      const { organizationId, sandboxId } = sandboxOf(ctx);
+      const watch = await rpc(() => startWatch(sandboxes, organizationId, sandboxId, path(req.path), req.recursive));
+      const stop = () => watch.stop();
+      ctx.signal.addEventListener("abort", stop, { once: true });
+      try {
+        yield { event: { case: "start", value: {} } };
+        for await (const e of watch.events) yield { event: { case: "filesystem", value: { name: e.name, type: EVENT_TYPES[e.type] } } };
+      } finally {
+        ctx.signal.removeEventListener("abort", stop);
+        watch.stop();
+      }
+    },
+
+    createWatcher: (req, ctx) =>
+      rpc(async () => {
+        const { organizationId, sandboxId } = sandboxOf(ctx);
+        return { watcherId: await watchers.create(sandboxes, organizationId, sandboxId, path(req.path), req.recursive) };
+      }),
+    getWatcherEvents: (req, ctx) => rpc(async () => ({ events: watchers.take(sandboxOf(ctx).sandboxId, req.watcherId).map((e) => ({ name: e.name, type: EVENT_TYPES[e.type] })) })),
+    removeWatcher: (req, ctx) => rpc(async () => (watchers.remove(sandboxOf(ctx).sandboxId, req.watcherId), {})),
+  };
+}
+
+/** File errors as Connect codes the SDK maps (NotFound -> FileNotFoundError, AlreadyExists -> makeDir's false). */
+async function rpc<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof FsError) {
+      const code = { not_found: Code.NotFound, invalid: Code.InvalidArgument, exists: Code.AlreadyExists, failed: Code.Internal }[e.kind];
+      throw new ConnectError(e.message, code);
+    }
+    throw e;
+  }
+}
+
+function entryInfo(e: Entry): MessageInitShape<typeof EntryInfoSchema> {
+  return {
+    name: e.name,
+    type: e.type === "dir" ? FileType.DIRECTORY : e.type === "symlink" ? FileType.SYMLINK : FileType.FILE,
+    path: e.path,
+    size: BigInt(e.size),
+    mode: e.mode,
+    permissions: e.permissions,
+    owner: e.owner,
+    group: e.group,
+    modifiedTime: timestampFromMs(e.modifiedMs),
+    symlinkTarget: e.symlinkTarget,
+  };
+}

@@ -1,0 +1,56 @@
+import { secretBoxFor } from "../events/secrets";
+import type { RouteModule } from "../http/route-module";
+import type { Surface } from "../http/surfaces";
+import type { Services } from "../services";
+import { sandboxServiceOf } from "../sandboxes";
+import { AccessTokens } from "./access-token";
+import { e2bControlRoutes } from "./control-routes";
+import { e2bDataRoutes } from "./data-plane";
+import { Interpreter } from "./interpreter-http";
+import { MetricsSampler } from "./metrics";
+import { ProcessTable } from "./processes";
+
+/** E2B's control plane: our API keys (X-API-KEY, as the SDK sends it, or Bearer), E2B's `{code, message}` errors. */
+export const e2bControlSurface: Surface = { prefix: "/e2b", family: "sandbox", credentials: "sandbox", scope: "sandboxes" };
+/** The data plane authenticates with the sandbox's access token itself (see data-plane.ts). */
+export const e2bDataSurface: Surface = { prefix: "/e2b/sandbox", family: "sandbox", credentials: "none" };
+
+/**
+ * The E2B-compatible surface: the official `e2b` and `@e2b/code-interpreter` SDKs work
+ * against this service with `apiUrl` = `<base>/e2b` and `sandboxUrl` = `<base>/e2b/sandbox`.
+ * Both routes sets sit on the one sandbox service, so a sandbox created here is the
+ * same sandbox on `/sandboxes`, with the same TTL, events and webhooks.
+ */
+export const e2bModule: RouteModule = {
+  surfaces: [e2bControlSurface],
+  routes(s) {
+    const sandboxes = sandboxServiceOf(s);
+    return e2bControlRoutes(sandboxes, tokensOf(s), new MetricsSampler(sandboxes));
+  },
+};
+
+/** The data plane reads its bodies itself: Connect messages, uploads, and the interpreter's JSON. */
+export const e2bDataModule: RouteModule = {
+  surfaces: [e2bDataSurface],
+  rawBodies: true,
+  routes(s) {
+    const sandboxes = sandboxServiceOf(s);
+    return e2bDataRoutes({
+      sandboxes,
+      tokens: tokensOf(s),
+      processes: new ProcessTable(sandboxes),
+      interpreter: new Interpreter(sandboxes, s.config.bodyLimitBytes),
+      bodyLimit: s.config.bodyLimitBytes,
+      log: s.log.child({ module: "e2b" }),
+    });
+  },
+};
+
+const tokenStores = new WeakMap<Services, AccessTokens>();
+
+/** One token store per Services: its verification cache must see tokens the control plane issues. */
+function tokensOf(s: Services): AccessTokens {
+  let t = tokenStores.get(s);
+  if (!t) tokenStores.set(s, (t = new AccessTokens(s.db, secretBoxFor(s))));
+  return t;
+}

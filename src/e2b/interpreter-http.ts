@@ -1,0 +1,176 @@
+import { randomBytes } from "node:crypto";
+import { readBodyText } from "../http/body";
+import { ApiError } from "../http/errors";
+import type { SpawnedProcess } from "../sandboxes/backend";
+import type { SandboxService } from "../sandboxes/service";
+import type { SandboxRef } from "./context";
+import { KERNEL_BRIDGE } from "./kernel-bridge";
+
+/** Templates whose sandboxes run the code interpreter (the shipped one and E2B's name for it). */
+const INTERPRETER_TEMPLATES = new Set(["code_interpreter"]);
+const MAX_CONTEXTS = 16;
+const HOME = "/home/user";
+
+interface Context {
+  id: string;
+  language: string;
+  cwd: string;
+  bridge: SpawnedProcess;
+  lines: AsyncGenerator<string>;
+  /** Executions of one context run one after another, as in a notebook. */
+  busy: Promise<unknown>;
+}
+
+/**
+ * The code interpreter on port 49999: `POST /execute` streams JSON lines, `/contexts`
+ * creates, lists, restarts and removes contexts. Each context is one IPython kernel
+ * inside the sandbox, owned by a bridge process (kernel-bridge.ts); contexts share the
+ * sandbox's files but not their variables.
+ */
+export class Interpreter {
+  private readonly contexts = new Map<string, Map<string, Promise<Context>>>();
+
+  constructor(
+    private readonly sandboxes: SandboxService,
+    private readonly bodyLimit: number,
+  ) {}
+
+  async handle(request: Request, path: string, ref: SandboxRef): Promise<Response> {
+    const row = await this.sandboxes.get(ref.organizationId, ref.sandboxId);
+    if (!INTERPRETER_TEMPLATES.has(row.templateId)) throw new ApiError(502, `the code interpreter runs in sandboxes of template code_interpreter; this one is ${row.templateId}`);
+    // A paused sandbox's kernels are frozen: answer now rather than hang (E2B answers 502 too).
+    if (row.status !== "running") throw new ApiError(502, `sandbox ${ref.sandboxId} is ${row.status}; connect to resume it`);
+    const method = request.method;
+    if (path === "/execute" && method === "POST") return this.execute(ref, await this.json(request));
+    if (path === "/contexts" && method === "POST") {
+      const body = await this.json(request);
+      return Response.json(describe(await this.create(ref, lang(body.language), typeof body.cwd === "string" ? body.cwd : HOME)));
+    }
+    if (path === "/contexts" && method === "GET") return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+    const m = /^\/contexts\/([A-Za-z0-9_-]{1,64})(\/restart)?$/.exec(path);
+    if (m && method === "DELETE" && !m[2]) {
+      const ctx = await this.find(ref, m[1]);
+      ctx.bridge.kill("SIGKILL");
+      this.contexts.get(ref.sandboxId)?.delete(m[1]);
+      return new Response(null, { status: 204 });
+    }
+    if (m && method === "POST" && m[2]) {
+      const ctx = await this.find(ref, m[1]);
+      await this.run(ctx, { restart: true }, () => {});
+      return new Response(null, { status: 204 });
+    }
+    throw new ApiError(404, `no such code interpreter endpoint: ${method} ${path}`);
+  }
+
+  private async json(request: Request): Promise<Record<string, unknown>> {
+    try {
+      const v = JSON.parse((await readBodyText(request, this.bodyLimit)) || "{}");
+      if (v && typeof v === "object" && !Array.isArray(v)) return v;
+    } catch {
+      // Answered below.
+    }
+    throw new ApiError(400, "the body must be a JSON object");
+  }
+
+  private async find(ref: SandboxRef, id: string): Promise<Context> {
+    const ctx = this.contexts.get(ref.sandboxId)?.get(id);
+    if (!ctx) throw new ApiError(404, `context ${id} not found`);
+    return ctx;
+  }
+
+  private create(ref: SandboxRef, language: string, cwd: string, id = randomBytes(12).toString("hex")): Promise<Context> {
+    let byId = this.contexts.get(ref.sandboxId);
+    if (!byId) this.contexts.set(ref.sandboxId, (byId = new Map()));
+    // Threat: one client starting kernels without end (each holds memory in the sandbox).
+    if (byId.size >= MAX_CONTEXTS) throw new ApiError(400, `at most ${MAX_CONTEXTS} contexts per sandbox; delete one first`);
+    const starting = this.start(ref, id, language, cwd);
+    byId.set(id, starting);
+    starting.catch(() => byId.delete(id));
+    return starting;
+  }
+
+  private async start(ref: SandboxRef, id: string, language: string, cwd: string): Promise<Context> {
+    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd], env: {}, cwd });
+    const lines = readLines(bridge.stdout);
+    // The kernel logs to stderr: drained (a full pipe would stall it), the tail kept for errors.
+    let tail = "";
+    const decoder = new TextDecoder();
+    const drained = (async () => {
+      for await (const c of bridge.stderr) tail = (tail + decoder.decode(c, { stream: true })).slice(-4096);
+    })();
+    void bridge.exited.then(() => {
+      const byId = this.contexts.get(ref.sandboxId);
+      byId?.delete(id);
+      if (byId && !byId.size) this.contexts.delete(ref.sandboxId);
+    });
+    const first = await lines.next();
+    if (first.done || !first.value.includes('"ready"')) {
+      bridge.kill("SIGKILL");
+      await Promise.race([drained, bridge.exited]);
+      throw new ApiError(502, `the Jupyter kernel did not start (python3-ipykernel and python3-jupyter-client must be installed on the host): ${tail.trim().split("\n").pop() ?? ""}`);
+    }
+    return { id, language, cwd, bridge, lines, busy: Promise.resolve() };
+  }
+
+  /** Sends one request to the context's bridge and passes its lines on until end_of_execution. */
+  private run(ctx: Context, req: unknown, onLine: (line: string) => void): Promise<void> {
+    const next = ctx.busy.then(async () => {
+      ctx.bridge.write(new TextEncoder().encode(`${JSON.stringify(req)}\n`));
+      for (;;) {
+        const r = await ctx.lines.next();
+        if (r.done) throw new ApiError(502, "the context's kernel stopped");
+        if (r.value.includes('"end_of_execution"')) return;
+        onLine(r.value);
+      }
+    });
+    ctx.busy = next.catch(() => {});
+    return next;
+  }
+
+  private async execute(ref: SandboxRef, body: Record<string, unknown>): Promise<Response> {
+    if (typeof body.code !== "string") throw new ApiError(400, "code is required (a string)");
+    if (body.context_id !== undefined && body.context_id !== null && body.language !== undefined && body.language !== null) throw new ApiError(400, "give context_id or language, not both");
+    const env = body.env_vars && typeof body.env_vars === "object" ? body.env_vars : undefined;
+    let ctx: Context;
+    if (typeof body.context_id === "string") ctx = await this.find(ref, body.context_id);
+    else {
+      const language = lang(body.language);
+      // One default context per language, created on first use.
+      ctx = await (this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language));
+    }
+    const enc = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.run(ctx, { code: body.code, env }, (line) => controller.enqueue(enc.encode(`${line}\n`))).then(
+          () => controller.close(),
+          (e) => {
+            controller.enqueue(enc.encode(`${JSON.stringify({ type: "error", name: "InterpreterError", value: e instanceof Error ? e.message : String(e), traceback: "" })}\n`));
+            controller.close();
+          },
+        );
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
+  }
+}
+
+function lang(v: unknown): string {
+  if (v === undefined || v === null || v === "" || v === "python" || v === "python3") return "python";
+  throw new ApiError(400, `language '${String(v)}' is not available: only python runs here`);
+}
+
+function describe(c: Context) {
+  return { id: c.id, language: c.language, cwd: c.cwd };
+}
+
+async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buf = "";
+  for await (const chunk of stream) {
+    buf += decoder.decode(chunk, { stream: true });
+    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+      yield buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+    }
+  }
+}

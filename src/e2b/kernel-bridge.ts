@@ -1,0 +1,63 @@
+/**
+ * The code interpreter's kernel owner, run inside the sandbox with the system python
+ * (/usr/bin/python3, where Debian's python3-ipykernel and python3-jupyter-client
+ * live): it starts one IPython kernel through jupyter_client and speaks JSON lines
+ * over its stdio. In: `{"code": ..., "env": {...}}` or `{"restart": true}`. Out: the
+ * code interpreter's own line types (stdout, stderr, result, error,
+ * number_of_executions), then `{"type": "end_of_execution"}` per request; `ready`
+ * once the kernel answers.
+ */
+export const KERNEL_BRIDGE = String.raw`
+import json, sys
+from jupyter_client.manager import KernelManager
+
+MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
+        "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf", "text/latex": "latex",
+        "application/json": "json", "application/javascript": "javascript"}
+
+def out(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+km = KernelManager(kernel_name="python3")
+km.start_kernel(cwd=sys.argv[1])
+kc = km.client()
+kc.start_channels()
+kc.wait_for_ready(timeout=120)
+out({"type": "ready"})
+
+def run(code, silent=False):
+    msg_id = kc.execute(code, silent=silent, store_history=not silent, allow_stdin=False)
+    while True:
+        msg = kc.get_iopub_msg()
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, c = msg["msg_type"], msg["content"]
+        if silent:
+            pass
+        elif kind == "stream":
+            out({"type": c["name"], "text": c["text"]})
+        elif kind in ("execute_result", "display_data"):
+            r = {"type": "result", "is_main_result": kind == "execute_result"}
+            for mime, value in c["data"].items():
+                r[MIME.get(mime, mime)] = value
+            out(r)
+        elif kind == "error":
+            out({"type": "error", "name": c["ename"], "value": c["evalue"], "traceback": "\n".join(c["traceback"])})
+        elif kind == "execute_input":
+            out({"type": "number_of_executions", "execution_count": c["execution_count"]})
+        if kind == "status" and c["execution_state"] == "idle":
+            return
+
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("restart"):
+        km.restart_kernel()
+        kc.wait_for_ready(timeout=120)
+    else:
+        env = req.get("env") or {}
+        if env:
+            run("import os as __os; __os.environ.update(" + json.dumps(env) + "); del __os", silent=True)
+        run(req["code"])
+    out({"type": "end_of_execution"})
+`;

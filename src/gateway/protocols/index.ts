@@ -1,0 +1,46 @@
+import type { Surface } from "../../http/surfaces";
+import { batchEmbedContents } from "./batch-embed-contents";
+import { chat } from "./chat";
+import { countTokens } from "./count-tokens";
+import { embedContent } from "./embed-content";
+import { embeddings } from "./embeddings";
+import { generateContent } from "./generate-content";
+import { genvendorCountTokens } from "./genvendor-count-tokens";
+import { interactions } from "./interactions";
+import { messages } from "./messages";
+import { responses } from "./responses";
+import type { ProtocolSpec } from "./spec";
+
+export type { ProtocolCodec, ProtocolRoute, ProtocolSpec, StreamEvent, Usage } from "./spec";
+export { defineProtocol } from "./spec";
+
+/**
+ * The wire protocols the gateway serves, one module each; adding a protocol is its
+ * module plus one line here. The order is the order `Router.protocolsOf` lists them in.
+ */
+export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens] as const;
+
+/** Wire protocols of the model surfaces (one per surface family, named after the surface). */
+export type Protocol = (typeof PROTOCOL_SPECS)[number]["name"];
+
+export const PROTOCOLS: readonly Protocol[] = PROTOCOL_SPECS.map((s) => s.name);
+
+/** Built once: the data path looks a spec up by name without allocating. */
+const BY_NAME = Object.fromEntries(PROTOCOL_SPECS.map((s) => [s.name, s])) as { readonly [P in Protocol]: ProtocolSpec<P> };
+
+export function protocolSpec<P extends Protocol>(name: P): ProtocolSpec<P> {
+  return BY_NAME[name];
+}
+
+/** A spec's surfaces as the HTTP layer declares them (authentication, errors, spending limit, rate limit). */
+export function surfacesOf(spec: ProtocolSpec): Surface[] {
+  return spec.surfaces.map(({ prefix, pattern }) => ({
+    prefix,
+    ...(pattern ? { pattern } : {}),
+    family: spec.errorFamily,
+    credentials: spec.credentials,
+    scope: "models",
+    spendLimitStatus: spec.spendLimitStatus,
+    ...(spec.passThrough ? { passThrough: true } : {}),
+  }));
+}

@@ -1,0 +1,160 @@
+import { RedisClient } from "bun";
+import type { Logger } from "../log";
+import { LocalTokenLimiter, TOKEN_WINDOW_SECONDS, type TokenLimiter } from "./tokens";
+
+/**
+ * A key's window is a hash of second -> tokens, stamped with Redis's own clock (TIME), so
+ * every process sharing the Redis server counts into the same buckets whatever its host's
+ * clock says. KEYS: [1] the key's hash. ARGV: [1] tokens.
+ */
+export const ADD_TOKENS_LUA = `
+local t = redis.call('TIME')
+redis.call('HINCRBY', KEYS[1], t[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ${TOKEN_WINDOW_SECONDS + 1})
+return 0
+`;
+
+/**
+ * Sums the last minute's buckets (dropping older ones) and answers 0 when under the cap,
+ * else the seconds until enough tokens leave the window (as secondsUntilUnder in tokens.ts).
+ * KEYS: [1] the key's hash. ARGV: [1] cap.
+ */
+export const CHECK_TOKENS_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local sec = tonumber(t[1])
+local cap = tonumber(ARGV[1])
+local h = redis.call('HGETALL', KEYS[1])
+local live = {}
+local total = 0
+for i = 1, #h, 2 do
+  local s = tonumber(h[i])
+  local v = tonumber(h[i + 1])
+  if s <= sec - ${TOKEN_WINDOW_SECONDS} then
+    redis.call('HDEL', KEYS[1], h[i])
+  else
+    total = total + v
+    live[#live + 1] = { s, v }
+  end
+end
+if total < cap then return 0 end
+table.sort(live, function(a, b) return a[1] < b[1] end)
+for _, e in ipairs(live) do
+  total = total - e[2]
+  if total < cap then return math.max(1, math.ceil(e[1] + ${TOKEN_WINDOW_SECONDS} - now)) end
+end
+return ${TOKEN_WINDOW_SECONDS}
+`;
+
+export interface RedisTokenLimiterOptions {
+  url: string;
+  prefix: string;
+  log: Logger;
+  /** A Redis call slower than this is answered from this process's own window. */
+  timeoutMs?: number;
+}
+
+/**
+ * Token windows shared through Redis. Like the request windows (redis.ts): while Redis is
+ * unreachable or slow, this process's own window answers (limits stay in force per
+ * process), and tokens are counted in both so the local window is warm when it is needed.
+ */
+export class RedisTokenLimiter implements TokenLimiter {
+  private readonly client: RedisClient;
+  private readonly fallback = new LocalTokenLimiter();
+  private readonly shas = new Map<string, string>();
+  private readonly timeoutMs: number;
+  private lastWarn = 0;
+  private nextReconnectAt = 0;
+  private reconnecting?: Promise<void>;
+
+  constructor(private readonly opts: RedisTokenLimiterOptions) {
+    this.client = new RedisClient(opts.url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: 2_000 });
+    this.timeoutMs = opts.timeoutMs ?? 250;
+  }
+
+  async start(): Promise<void> {
+    this.nextReconnectAt = Date.now() + 1_000;
+    try {
+      await this.client.connect();
+    } catch (err) {
+      this.warn("cannot reach Redis at start-up; token limits are per process until it answers", err);
+    }
+  }
+
+  /** The Redis key of an API key's window. */
+  windowKey(keyId: string): string {
+    return `${this.opts.prefix}{tpm}:key:${keyId}`;
+  }
+
+  add(keyId: string, tokens: number): void {
+    if (!(tokens > 0)) return;
+    this.fallback.add(keyId, tokens);
+    if (!this.client.connected) return this.reconnect();
+    this.run(ADD_TOKENS_LUA, this.windowKey(keyId), String(Math.round(tokens))).catch((err) => this.warn("Redis token count failed; counted in this process only", err));
+  }
+
+  check(keyId: string, cap: number): number | Promise<number> {
+    if (cap <= 0) return 0;
+    if (!this.client.connected) {
+      this.reconnect();
+      return this.fallback.check(keyId, cap);
+    }
+    return this.run(CHECK_TOKENS_LUA, this.windowKey(keyId), String(cap))
+      .then((n) => Number(n) || 0)
+      .catch((err) => {
+        this.warn("Redis token check failed; using this process's window", err);
+        return this.fallback.check(keyId, cap);
+      });
+  }
+
+  private async run(script: string, key: string, arg: string): Promise<number> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    const call = async (): Promise<number> => {
+      const sha = this.shas.get(script);
+      if (sha) {
+        try {
+          return await this.client.send("EVALSHA", [sha, "1", key, arg]);
+        } catch (err) {
+          // NOSCRIPT: Redis restarted or was flushed; load the script again below.
+          if (!String((err as Error).message).includes("NOSCRIPT")) throw err;
+        }
+      }
+      const loaded: string = await this.client.send("SCRIPT", ["LOAD", script]);
+      this.shas.set(script, loaded);
+      return await this.client.send("EVALSHA", [loaded, "1", key, arg]);
+    };
+    try {
+      return await Promise.race([call(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private reconnect(): void {
+    if (this.reconnecting || Date.now() < this.nextReconnectAt) return;
+    this.nextReconnectAt = Date.now() + 1_000;
+    this.reconnecting = this.client
+      .connect()
+      .then(() => this.opts.log.info("Redis reachable again; token limits are shared"))
+      .catch((err) => this.warn("Redis still unreachable; token limits are per process", err))
+      .finally(() => {
+        this.reconnecting = undefined;
+      });
+  }
+
+  private warn(msg: string, err: unknown): void {
+    const now = Date.now();
+    if (now - this.lastWarn < 10_000) return;
+    this.lastWarn = now;
+    this.opts.log.warn(msg, { err });
+  }
+
+  close(): void {
+    this.fallback.close();
+    this.client.close();
+  }
+}

@@ -1,0 +1,71 @@
+import { catalogFor } from "../catalog";
+import { usageMeterFor } from "../metering";
+import type { UsageRecord } from "../metering";
+import type { Services } from "../services";
+import type { Settings } from "../settings";
+import { registerCollectors } from "./collectors";
+import { Metrics } from "./metrics";
+import { Observability } from "./observability";
+import { otlpSettings } from "./otlp-config";
+import { Tracing } from "./tracing";
+
+export { Observability } from "./observability";
+export type { ModelCallObservation, UpstreamAttempt } from "./model-call";
+
+/** How /metrics is exposed (README: Metrics). */
+export interface MetricsSettings {
+  /** Bearer token required to scrape, wherever /metrics is served. */
+  token?: string;
+  /** A separate listening port for /metrics only (0 = any free port). */
+  port?: number;
+  maxModels: number;
+  maxOrganizations: number;
+}
+
+export function metricsSettings(o: Settings["observability"]): MetricsSettings | undefined {
+  const token = o.metricsToken?.trim() || undefined;
+  const port = o.metricsPort;
+  if (token === undefined && port === undefined) return undefined;
+  return { token, port, maxModels: o.metricsMaxModels, maxOrganizations: o.metricsMaxOrganizations };
+}
+
+const built = new WeakMap<Services, Observability | null>();
+
+/**
+ * The service's observability, built once per Services; undefined when neither metrics
+ * (METRICS_TOKEN / METRICS_PORT) nor tracing (OTEL_EXPORTER_OTLP_*) is configured, so the
+ * hooks cost nothing then.
+ */
+export function observabilityFor(s: Services): Observability | undefined {
+  const known = built.get(s);
+  if (known !== undefined) return known ?? undefined;
+  const ms = metricsSettings(s.config.observability);
+  const otlp = otlpSettings(s.config.observability);
+  let o: Observability | null = null;
+  if (ms || otlp) {
+    const metrics = ms ? new Metrics(ms) : undefined;
+    const tracing = otlp ? new Tracing(otlp) : undefined;
+    if (tracing) s.onShutdown.push(() => tracing.shutdown());
+    const plugins = new Map(s.registry.instancesOf("model").map((i) => [i.name, i.plugin.definition.name] as const));
+    o = new Observability(metrics, tracing, plugins);
+    if (metrics) {
+      const meter = usageMeterFor(s);
+      registerCollectors(metrics, s.db, s.log, { usagePending: () => meter.pending(), sandboxUsage: (limit) => o?.sandboxUsage?.(limit) ?? Promise.resolve([]) });
+      const catalog = catalogFor(s);
+      // Tokens, cost and duration of every metered request (model calls and generation tasks).
+      meter.observe = (u: UsageRecord) =>
+        metrics.modelRequest({
+          protocol: u.surface,
+          provider: u.provider,
+          upstreamModel: u.upstreamModel,
+          publicModel: u.publicModel,
+          inputTokens: u.inputTokens,
+          outputTokens: u.outputTokens,
+          latencyMs: u.latencyMs,
+          cost: u.cost ?? (u.upstreamModel ? catalog.cost(u.upstreamModel, u) : undefined) ?? catalog.cost(u.publicModel, u),
+        });
+    }
+  }
+  built.set(s, o);
+  return o ?? undefined;
+}

@@ -1,0 +1,99 @@
+/**
+ * The one module a provider plugin imports: everything a model vendor or a sandbox
+ * backend needs, and nothing of the service's internals. Built-in providers (providers/)
+ * import only from here; plugins in PLUGINS_DIR default-export a function that receives
+ * `pluginApi` (no import at run time, so they work beside the compiled binary) and may
+ * `import type` from here to be type-checked.
+ */
+import { Type } from "@sinclair/typebox";
+import { egressPolicyFromEnv } from "./egress";
+import { openAICompatible } from "./gateway/openai-compatible";
+import { clientHeader, GenerationError, httpProvider } from "./gateway/provider";
+import { downloadMedia, mediaType, readMedia, sniffImage, upstreamError } from "./generation/upstream";
+import { definePlugin, HOSTED_MODEL_ID } from "./registry/plugin";
+import { BackendError, CANCELLED_MARKER } from "./sandboxes/backend";
+import { DEFAULT_RESOURCES } from "./sandboxes/templates";
+
+export type { Static, TObject, TSchema } from "@sinclair/typebox";
+export type { EgressPolicy } from "./egress";
+export type { OpenAICompatibleVendor } from "./gateway/openai-compatible";
+export type { Protocol } from "./gateway/protocols";
+export type {
+  GeneratedFile,
+  GenerationCapability,
+  GenerationErrorCategory,
+  GenerationRequest,
+  GenerationStep,
+  GenerationType,
+  GenerationUsage,
+  HttpProviderSpec,
+  ModelProvider,
+  UpstreamRequest,
+} from "./gateway/provider";
+export type { MediaSource } from "./generation/upstream";
+export type { Logger } from "./log";
+export type { CatalogSource, ModelPluginDefinition, PluginContext, PluginDefinition, SandboxPluginDefinition, TemplateFieldsOf } from "./registry/plugin";
+export type {
+  BackendState,
+  CreateSpec,
+  DirEntry,
+  ExecResult,
+  ExecSpec,
+  FullSandboxBackend,
+  Liveness,
+  SandboxBackend,
+  SandboxCapability,
+  SandboxFilesystem,
+  SandboxLifecycle,
+  SandboxPause,
+  SandboxProcesses,
+  SandboxResources,
+  SandboxTemplate,
+  SandboxUsage,
+  SpawnedProcess,
+  SpawnSpec,
+} from "./sandboxes/backend";
+
+export {
+  BackendError,
+  CANCELLED_MARKER,
+  clientHeader,
+  DEFAULT_RESOURCES,
+  definePlugin,
+  downloadMedia,
+  egressPolicyFromEnv,
+  GenerationError,
+  HOSTED_MODEL_ID,
+  httpProvider,
+  mediaType,
+  openAICompatible,
+  readMedia,
+  sniffImage,
+  Type,
+  upstreamError,
+};
+
+/** What a plugin module that default-exports a function receives: the values exported above. */
+export const pluginApi = {
+  BackendError,
+  CANCELLED_MARKER,
+  clientHeader,
+  DEFAULT_RESOURCES,
+  definePlugin,
+  downloadMedia,
+  egressPolicyFromEnv,
+  GenerationError,
+  HOSTED_MODEL_ID,
+  httpProvider,
+  mediaType,
+  openAICompatible,
+  readMedia,
+  sniffImage,
+  Type,
+  upstreamError,
+};
+
+export type PluginApi = typeof pluginApi;
+
+/** A plugin module's default export: a definition, or a function of the plugin API returning one. */
+export type PluginModule = import("./registry/plugin").PluginDefinition | ((api: PluginApi) => import("./registry/plugin").PluginDefinition);

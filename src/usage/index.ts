@@ -1,0 +1,15 @@
+import { Elysia } from "elysia";
+import type { RouteModule } from "../http/route-module";
+import { startPruner } from "./retention";
+import { adminUsageRoutes, usageRoutes, usageSurface } from "./routes";
+import { requestLogSettings } from "./settings";
+
+/** The usage domain: the usage API and request log, and the pruner that applies the log's retention. */
+export const usageModule: RouteModule = {
+  surfaces: [usageSurface],
+  routes: (s) => new Elysia({ name: "usage" }).use(usageRoutes(s)).use(adminUsageRoutes(s)),
+  async start(s) {
+    const settings = requestLogSettings(s.config.requestLog);
+    return startPruner(s.db, s.log, settings.retentionDays, settings.pruneEveryMs);
+  },
+};

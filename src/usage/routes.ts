@@ -1,0 +1,141 @@
+import { Elysia, t } from "elysia";
+import { requestContext } from "../http/core";
+import type { Surface } from "../http/surfaces";
+import { named } from "../openapi/declare";
+import type { Services } from "../services";
+import { type Dimension, type Interval, requestLogPage, timeRange, type UsageFilter, usageBuckets } from "./queries";
+
+/**
+ * Usage and the request log of the caller's organization, for keys holding scope `usage`
+ * (keys without scopes hold every scope). Flat `{error}` bodies, like the admin API.
+ */
+export const usageSurface: Surface = { prefix: "/v1/usage", family: "flat", credentials: "bearer", scope: "usage" };
+
+const ErrorSchema = t.Object({ error: t.String() });
+
+const BucketSchema = t.Object({
+  start: t.String({ format: "date-time", description: "Start of the UTC hour or day" }),
+  group: t.Union([t.String(), t.Null()], { description: "The groupBy value (model, provider, key id, surface or organization id); null for groupBy=none or a request that reached no provider" }),
+  requests: t.Integer(),
+  inputTokens: t.Integer(),
+  outputTokens: t.Integer(),
+  cachedTokens: t.Integer({ description: "Input tokens read from the provider's prompt cache, as the provider reports them" }),
+  cost: t.Number({ description: "USD (requests without a known price count 0)" }),
+});
+
+const UsageSchema = named("Usage", t.Object({
+  object: t.Literal("usage"),
+  from: t.String({ format: "date-time" }),
+  to: t.String({ format: "date-time" }),
+  interval: t.Union([t.Literal("hour"), t.Literal("day")]),
+  groupBy: t.String(),
+  buckets: t.Array(BucketSchema),
+}));
+
+const LogEntrySchema = named("RequestLogEntry", t.Object({
+  id: t.String({ description: "Row id (insertion order)" }),
+  time: t.String({ format: "date-time" }),
+  organizationId: t.String(),
+  keyId: t.String(),
+  requestId: t.String({ description: "X-Request-ID of the request" }),
+  surface: t.String({ description: "Protocol: chat, responses, messages, generateContent, interactions, generation" }),
+  model: t.String({ description: "Model name the client asked for" }),
+  upstreamModel: t.Union([t.String(), t.Null()]),
+  provider: t.Union([t.String(), t.Null()]),
+  attempts: t.Integer({ description: "Upstream tries, fallbacks included" }),
+  status: t.Integer(),
+  streamed: t.Boolean(),
+  inputTokens: t.Integer(),
+  outputTokens: t.Integer(),
+  cachedTokens: t.Integer(),
+  cost: t.Union([t.Number(), t.Null()], { description: "USD; null when the model has no known price" }),
+  latencyMs: t.Integer(),
+  requestBody: t.Union([t.String(), t.Null()], { description: "Only with REQUEST_LOG_BODIES=true, clipped" }),
+  responseBody: t.Union([t.String(), t.Null()], { description: "Non-streamed answers only, with REQUEST_LOG_BODIES=true, clipped" }),
+}));
+
+const LogPageSchema = named("RequestLogPage", t.Object({
+  object: t.Literal("list"),
+  data: t.Array(LogEntrySchema),
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next (older) page; null on the last page" }),
+}));
+
+const text = (description: string) => t.Optional(t.String({ minLength: 1, maxLength: 256, description }));
+const filters = {
+  from: t.Optional(t.String({ description: "ISO 8601 date-time, inclusive" })),
+  to: t.Optional(t.String({ description: "ISO 8601 date-time, exclusive (default: now)" })),
+  keyId: text("Only this key's requests"),
+  model: text("Only this model (as the client named it)"),
+  provider: text("Only this provider"),
+  surface: text("Only this surface (chat, responses, messages, generateContent, interactions, generation)"),
+};
+const orgDimensions = ["model", "provider", "key", "surface", "none"] as const;
+const usageQuery = (dimensions: readonly string[]) =>
+  t.Object({
+    ...filters,
+    interval: t.Optional(t.Union([t.Literal("hour"), t.Literal("day")], { description: "Bucket size (default day)" })),
+    groupBy: t.Optional(t.Union(dimensions.map((d) => t.Literal(d)), { description: "Split each bucket by this dimension (default none)" })),
+  });
+const logQuery = t.Object({
+  ...filters,
+  status: t.Optional(t.String({ description: "A status (429), a class (4xx) or `error` (400 and above)" })),
+  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200, description: "Rows per page (default 50, at most 200)" })),
+  cursor: t.Optional(t.String({ maxLength: 100, description: "`nextCursor` of the previous page" })),
+});
+
+type UsageQuery = { from?: string; to?: string; keyId?: string; model?: string; provider?: string; surface?: string; interval?: Interval; groupBy?: string };
+type LogQuery = Omit<UsageQuery, "interval" | "groupBy"> & { status?: string; limit?: number; cursor?: string };
+
+/** Default ranges: a week of usage, a day of the log. */
+const USAGE_DAYS = 7;
+const LOG_DAYS = 1;
+
+function filterOf(q: UsageQuery, organizationId: string | undefined, defaultDays: number): UsageFilter {
+  return { organizationId, keyId: q.keyId, model: q.model, provider: q.provider, surface: q.surface, ...timeRange(q.from, q.to, defaultDays) };
+}
+
+async function usageResponse(s: Services, q: UsageQuery, organizationId: string | undefined) {
+  const f = filterOf(q, organizationId, USAGE_DAYS);
+  const interval = q.interval ?? "day";
+  const groupBy = (q.groupBy ?? "none") as Dimension;
+  const buckets = await usageBuckets(s.db, f, interval, groupBy);
+  return { object: "usage" as const, from: f.from.toISOString(), to: f.to.toISOString(), interval, groupBy, buckets };
+}
+
+async function logResponse(s: Services, q: LogQuery, organizationId: string | undefined) {
+  const page = await requestLogPage(s.db, { ...filterOf(q, organizationId, LOG_DAYS), status: q.status, cursor: q.cursor, limit: q.limit ?? 50 });
+  return { object: "list" as const, ...page };
+}
+
+export function usageRoutes(s: Services) {
+  const detail = (operationId: string, summary: string) => ({ tags: ["usage"], operationId, summary });
+  return new Elysia({ prefix: "/v1/usage" })
+    .use(requestContext)
+    .get("", ({ query, auth }) => usageResponse(s, query, auth.organizationId), {
+      query: usageQuery(orgDimensions),
+      response: { 200: UsageSchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
+      detail: detail("getUsage", "Usage of the key's organization per hour or day"),
+    })
+    .get("/requests", ({ query, auth }) => logResponse(s, query, auth.organizationId), {
+      query: logQuery,
+      response: { 200: LogPageSchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
+      detail: detail("listUsageRequests", "Request log of the key's organization, newest first"),
+    });
+}
+
+/** The same reads across organizations, under /admin (ADMIN_TOKEN); `organizationId` narrows to one. */
+export function adminUsageRoutes(s: Services) {
+  const detail = (operationId: string, summary: string) => ({ tags: ["admin"], operationId, summary });
+  const organizationId = t.Optional(t.String({ minLength: 1, maxLength: 64, description: "Only this organization (default: all)" }));
+  return new Elysia({ prefix: "/admin/usage" })
+    .get("", ({ query }) => usageResponse(s, query, query.organizationId), {
+      query: t.Composite([usageQuery([...orgDimensions, "organization"]), t.Object({ organizationId })]),
+      response: { 200: UsageSchema, 400: ErrorSchema, 401: ErrorSchema },
+      detail: detail("getAdminUsage", "Usage across organizations per hour or day"),
+    })
+    .get("/requests", ({ query }) => logResponse(s, query, query.organizationId), {
+      query: t.Composite([logQuery, t.Object({ organizationId })]),
+      response: { 200: LogPageSchema, 400: ErrorSchema, 401: ErrorSchema },
+      detail: detail("listAdminUsageRequests", "Request log across organizations, newest first"),
+    });
+}

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Sandbox } from "@e2b/code-interpreter";
+import { type E2BContext, startE2B, stopE2B } from "./helpers";
+
+// The code interpreter through the official @e2b/code-interpreter SDK, with real
+// IPython kernels inside a code_interpreter sandbox.
+const probe = Bun.spawnSync(["/usr/bin/python3", "-c", "import ipykernel, jupyter_client"]);
+if (probe.exitCode !== 0) throw new Error("the code interpreter needs the Debian packages 'python3-ipykernel' and 'python3-jupyter-client': install them to run these tests");
+
+let c: E2BContext;
+let sbx: Sandbox;
+
+beforeAll(async () => {
+  c = await startE2B();
+  // The SDK's default template (E2B's name) maps to our code_interpreter template.
+  sbx = await Sandbox.create(c.opts);
+}, 240_000);
+
+afterAll(() => stopE2B(c));
+
+test("state is kept between runs; the last expression is the text result", async () => {
+  const first = await sbx.runCode("x = 1");
+  expect(first.error).toBeUndefined();
+  const second = await sbx.runCode("x + 1");
+  expect(second.text).toBe("2");
+  expect(second.executionCount).toBeGreaterThan(first.executionCount!);
+}, 240_000);
+
+test("rich results: PNG, HTML and JSON", async () => {
+  const png = await sbx.runCode(
+    [
+      "import base64, struct, zlib",
+      "from IPython.display import Image, HTML, JSON, display",
+      "def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))",
+      "raw = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(b'\\x00\\xff\\x00\\x00')) + chunk(b'IEND', b'')",
+      "display(HTML('<b>bold</b>'))",
+      "display(JSON({'a': 1}))",
+      "Image(data=raw, format='png')",
+    ].join("\n"),
+  );
+  expect(png.error).toBeUndefined();
+  const main = png.results.find((r) => r.isMainResult);
+  expect(Buffer.from(main!.png!, "base64").subarray(1, 4).toString()).toBe("PNG");
+  expect(png.results.some((r) => r.html === "<b>bold</b>")).toBe(true);
+  expect(png.results.some((r) => JSON.stringify(r.json) === JSON.stringify({ a: 1 }))).toBe(true);
+}, 60_000);
+
+test("an exception comes back with name, value and traceback", async () => {
+  const r = await sbx.runCode("def f():\n    raise ValueError('boom')\nf()");
+  expect(r.error).toMatchObject({ name: "ValueError", value: "boom" });
+  // IPython's traceback, with its colours.
+  const plain = r.error!.traceback.replace(/\x1b\[[0-9;]*m/g, "");
+  expect(plain).toContain("ValueError: boom");
+  expect(plain).toContain("----> 2     raise ValueError('boom')");
+}, 60_000);
+
+test("stdout is streamed as it is printed", async () => {
+  // The code waits, after its first line, for a file the test writes only once that
+  // line has reached it: without streaming this run could not finish.
+  const seen: string[] = [];
+  const r = await sbx.runCode("import os, time\nprint('first', flush=True)\nwhile not os.path.exists('/tmp/go'): time.sleep(0.02)\nprint('second')", {
+    onStdout: async (m) => {
+      seen.push(m.line);
+      if (m.line.includes("first")) await sbx.files.write("/tmp/go", "");
+    },
+  });
+  expect(r.logs.stdout.join("")).toBe("first\nsecond\n");
+  expect(seen.join("")).toBe("first\nsecond\n");
+}, 60_000);
+
+test("two contexts are isolated; contexts can be listed, restarted and removed", async () => {
+  const a = await sbx.createCodeContext();
+  const b = await sbx.createCodeContext({ cwd: "/tmp" });
+  await sbx.runCode("y = 'in a'", { context: a });
+  expect((await sbx.runCode("y", { context: a })).text).toBe("'in a'");
+  const inB = await sbx.runCode("y", { context: b });
+  expect(inB.error?.name).toBe("NameError");
+  expect((await sbx.runCode("import os; os.getcwd()", { context: b })).text).toBe("'/tmp'");
+  const ids = (await sbx.listCodeContexts()).map((x) => x.id);
+  expect(ids).toEqual(expect.arrayContaining([a.id, b.id]));
+  await sbx.restartCodeContext(a);
+  expect((await sbx.runCode("y", { context: a })).error?.name).toBe("NameError");
+  await sbx.removeCodeContext(b);
+  expect((await sbx.listCodeContexts()).map((x) => x.id)).not.toContain(b.id);
+  await expect(sbx.runCode("1", { context: b })).rejects.toThrow();
+}, 240_000);
+
+test("without the sandbox's token the interpreter refuses", async () => {
+  const res = await c.svc.fetch("/e2b/sandbox/execute", { method: "POST", headers: { "content-type": "application/json", "e2b-sandbox-id": sbx.sandboxId, "e2b-sandbox-port": "49999" }, body: JSON.stringify({ code: "1" }) });
+  expect(res.status).toBe(401);
+  expect(await res.json()).toMatchObject({ code: 401 });
+});
