@@ -63,7 +63,7 @@ export function adminOrgResourceRoutes(s: Services) {
       },
       {
         params: t.Object({ organizationId: t.String(), id: t.String() }),
-        detail: { ...detail, summary: "Kill a sandbox of an organization", description: "204, empty body, as DELETE /sandboxes/{id}: event `sandbox.lifecycle.killed`; 409 when already stopped." },
+        detail: { ...detail, summary: "Kill a sandbox of an organization", description: "204, empty body, as DELETE /sandboxes/{id}: event `sandbox.lifecycle.killed`; 404 when already stopped." },
       },
     )
     .get(
