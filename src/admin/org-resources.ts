@@ -64,7 +64,7 @@ export function adminOrgResourceRoutes(s: Services) {
       },
       {
         params: t.Object({ organizationId: t.String(), id: t.String() }),
-        detail: { ...detail("killOrganizationSandbox", "Kill a sandbox of an organization", "204, empty body, as DELETE /sandboxes/{id}: event `sandbox.lifecycle.killed`; 404 when already stopped."), ...responds({ 204: null }, [404, 409]) },
+        detail: { ...detail("killOrganizationSandbox", "Kill a sandbox of an organization", "204, empty body, as DELETE /sandboxes/{id}: event `sandbox.lifecycle.killed`; 404 when already stopped."), ...responds({ 204: null }, [404]) },
       },
     )
     .get(
