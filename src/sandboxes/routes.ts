@@ -109,7 +109,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       async ({ auth, params }) => sandboxJson(await sandboxes.pause(auth.organizationId, params.id)),
       {
         params: idParams,
-        response: { 200: SandboxSchema, 404: ErrorSchema, 409: ErrorSchema, 502: ErrorSchema },
+        response: { 200: SandboxSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema, 502: ErrorSchema },
         detail: {
           tags,
           operationId: "pauseSandbox", summary: "Pause a sandbox",
@@ -123,7 +123,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         params: idParams,
         body: t.Optional(t.Object({ timeout: t.Optional(timeoutField("Seconds from now; a resumed sandbox without it gets 300")) })),
-        response: { 200: SandboxSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+        response: { 200: SandboxSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema },
         detail: {
           tags,
           operationId: "connectSandbox", summary: "Connect to (and resume) a sandbox",
@@ -154,7 +154,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
           args: t.Optional(t.Array(t.String(), { maxItems: 4096, error: "args must be an array of strings" })),
           timeout: t.Optional(t.Integer({ minimum: 1, maximum: 3600, error: "timeout must be an integer number of seconds from 1 to 3600" })),
         }),
-        response: { 200: ProcessResultSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+        response: { 200: ProcessResultSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema },
         detail: {
           tags,
           operationId: "runSandboxProcess", summary: "Run a process",
@@ -166,13 +166,13 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
     .get("/:id/filesystem/list", async ({ auth, params, query }) => sandboxes.listDir(auth.organizationId, params.id, query.path), {
       params: idParams,
       query: pathQuery,
-      response: { 200: t.Array(EntrySchema), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+      response: { 200: t.Array(EntrySchema), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema },
       detail: { tags, operationId: "listSandboxDirectory", summary: "List a directory", description: "Entries sorted by name; symlinks are reported as what they point to." },
     })
     .get("/:id/filesystem", async ({ auth, params, query }) => sandboxes.readFile(auth.organizationId, params.id, query.path), {
       params: idParams,
       query: pathQuery,
-      response: { 200: t.Object({ content: t.String({ description: "base64" }), path: t.String() }), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+      response: { 200: t.Object({ content: t.String({ description: "base64" }), path: t.String() }), 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema },
       detail: { tags, operationId: "readSandboxFile", summary: "Read a file", description: "Files over 1 MB give 400; a missing file 404." },
     })
     .post(
@@ -187,7 +187,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
           path: t.String({ minLength: 1, maxLength: 4096, error: "path is required (a string)" }),
           content: t.String({ error: "content is required (base64)", description: "File content, base64" }),
         }),
-        response: { 200: EntrySchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+        response: { 200: EntrySchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema },
         detail: {
           tags,
           operationId: "writeSandboxFile", summary: "Write a file",
@@ -205,7 +205,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       {
         params: idParams,
         query: pathQuery,
-        detail: { tags, operationId: "deleteSandboxFile", ...responds({ 204: null }, [404, 409]), summary: "Delete a file or directory", description: "Query `path`; directories are removed with their contents. 204; 404 when missing." },
+        detail: { tags, operationId: "deleteSandboxFile", ...responds({ 204: null }, [404, 409, 501]), summary: "Delete a file or directory", description: "Query `path`; directories are removed with their contents. 204; 404 when missing." },
       },
     );
 }
