@@ -103,9 +103,10 @@ test("a fork bomb stops at the pids limit", async () => {
   const id = await sandbox();
   const cg = backend().cgroups!;
   const group = (await stateOf(id)).cgroup!;
-  // The bomb goes off in a subshell; the parent then spins without forking, so the
-  // bomb is still there at the timeout, which kills the command's whole tree.
-  const pending = sh(id, "(bomb() { bomb | bomb & }; bomb) 2>/dev/null; while :; do :; done", 4);
+  // Every process of this bomb forks for ever; one whose fork fails dies (dash), freeing a
+  // slot that another takes, so the bomb stays at the limit until the timeout kills the
+  // command's whole tree. The parent spins without forking meanwhile.
+  const pending = sh(id, "(bomb() { while :; do bomb & done; }; bomb) 2>/dev/null; while :; do :; done", 4);
   let most = 0;
   for (let i = 0; i < 20; i++) {
     await Bun.sleep(100);
