@@ -70,22 +70,29 @@ async function benchService(databaseUrl: string | undefined, env: Record<string,
   return { server, call, close, key };
 }
 
-/** create + first `echo hi` result, n times after a warm-up; the sandboxes are deleted. */
-async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchService>>["call"], n: number): Promise<number[]> {
+/** create + first `echo hi` result, n times after a warm-up, with its two parts; the sandboxes are deleted. */
+async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchService>>["call"], n: number): Promise<{ total: number[]; create: number[]; first: number[] }> {
   for (let i = 0; i < 3; i++) {
     const sb = await call("POST", "/sandboxes", { templateID: "base" });
     await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
     await call("DELETE", `/sandboxes/${sb.sandboxID}`);
   }
   const ids: string[] = [];
-  const out = await time(n, async () => {
+  const create: number[] = [];
+  const first: number[] = [];
+  const total = await time(n, async () => {
+    const t0 = performance.now();
     const sb = await call("POST", "/sandboxes", { templateID: "base" });
+    const t1 = performance.now();
     const r = await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
+    first.push(performance.now() - t1);
+    create.push(t1 - t0);
     if (r.stdout !== "hi\n") throw new Error("wrong output");
     ids.push(sb.sandboxID);
   });
   for (const id of ids) await call("DELETE", `/sandboxes/${id}`);
-  return out;
+  const sort = (xs: number[]) => xs.sort((a, b) => a - b);
+  return { total, create: sort(create), first: sort(first) };
 }
 
 /** The same through the E2B surface with the official SDK: `Sandbox.create` + `commands.run('echo hi')`. */
@@ -124,11 +131,12 @@ export async function run() {
     const plain = await benchService(db.url, { SANDBOX_LOCAL: "without-cgroups" });
     let createFirstPlain: number[];
     try {
-      createFirstPlain = await createAndFirstCommand(plain.call, 30);
+      createFirstPlain = (await createAndFirstCommand(plain.call, 30)).total;
     } finally {
       await plain.close();
     }
-    const createFirst = await createAndFirstCommand(call, 30);
+    const parts = await createAndFirstCommand(call, 30);
+    const createFirst = parts.total;
     const createFirstSdk = await sdkCreateAndFirstCommand(server.url, key, 30);
     created.push((await call("POST", "/sandboxes", { templateID: "base" })).sandboxID);
     const id = created[0];
@@ -183,6 +191,8 @@ export async function run() {
     console.log(`| baseline: one-shot \`bwrap --unshare-all ... echo hi\` | ${p(oneShot, 50)} | ${p(oneShot, 99)} | ${fmt(percentile(oneShot, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
     console.log(`| create + first command result (\`echo hi\`), API, without cgroups | ${p(createFirstPlain, 50)} | ${p(createFirstPlain, 99)} | ${fmt(percentile(createFirstPlain, 50) / percentile(oneShot, 50), 2)}x one-shot bwrap |`);
     console.log(`| create + first command result (\`echo hi\`), API, cgroup per sandbox | ${p(createFirst, 50)} | ${p(createFirst, 99)} | ${fmt(percentile(createFirst, 50) / percentile(createFirstPlain, 50), 2)}x without cgroups |`);
+    console.log(`| - of which the create (\`POST /sandboxes\`) | ${p(parts.create, 50)} | ${p(parts.create, 99)} | |`);
+    console.log(`| - of which the first command (\`POST /sandboxes/{id}/processes\`) | ${p(parts.first, 50)} | ${p(parts.first, 99)} | ${fmt(percentile(parts.first, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
     console.log(`| create + first command result, E2B SDK (\`Sandbox.create\` + \`commands.run('echo hi')\`), cgroup per sandbox | ${p(createFirstSdk, 50)} | ${p(createFirstSdk, 99)} | ${fmt(percentile(createFirstSdk, 50) / percentile(createFirst, 50), 2)}x spec API |`);
     console.log(`| exec round trip (\`echo hi\`), API | ${p(exec, 50)} | ${p(exec, 99)} | ${fmt(percentile(exec, 50) / percentile(hostEcho, 50), 2)}x host spawn |`);
     console.log(`| pause, API | ${p(pause, 50)} | ${p(pause, 99)} | |`);

@@ -4,8 +4,8 @@
  *
  * Why not prom-client for these: its update path hashes the label object (sorting its
  * keys) and validates it on every call, which cost the gateway a measurable share of
- * its throughput (docs/benchmarks.md, metrics). Here a series is found by one string key
- * built from its label values, its label text is rendered once when it is created, and
+ * its throughput (docs/benchmarks.md, metrics). Here a series is found through one map
+ * level per label value, its label text is rendered once when it is created, and
  * a histogram observation increments one bucket (the cumulative counts are summed at
  * scrape time). prom-client still serves what is read at scrape time (process series,
  * gauges), see metrics.ts; test/observability/exposition.test.ts checks that both write
@@ -23,11 +23,16 @@ interface Series<T> {
   cell: T;
 }
 
-/** Label values separated by a character that a valid label value may hold, but rarely does: a collision only merges two series. */
-const SEP = "\u0000";
-
 abstract class LabeledFamily<T> implements Family {
-  protected readonly series = new Map<string, Series<T>>();
+  /** Series in creation order (the scrape's order). */
+  protected readonly series: Series<T>[] = [];
+  /**
+   * Series by label values, one map level per label: finding a series hashes the label
+   * strings the caller already holds (their hashes are cached) instead of building and
+   * hashing a new key string per update.
+   */
+  private readonly index = new Map<string, unknown>();
+  private unlabeled: T | undefined;
 
   constructor(
     readonly name: string,
@@ -43,13 +48,23 @@ abstract class LabeledFamily<T> implements Family {
 
   /** The series of these label values (in `labelNames` order), created on first use. */
   protected at(values: readonly string[]): T {
-    const key = values.length === 1 ? values[0] : values.join(SEP);
-    let s = this.series.get(key);
-    if (!s) {
-      if (values.length !== this.labelNames.length) throw new Error(`metric ${this.name}: ${values.length} label values for ${this.labelNames.length} labels`);
-      s = { labels: this.labelNames.map((l, i) => `${l}="${escapeLabel(values[i])}"`).join(","), cell: this.newCell() };
-      this.series.set(key, s);
+    const n = values.length;
+    if (n !== this.labelNames.length) throw new Error(`metric ${this.name}: ${n} label values for ${this.labelNames.length} labels`);
+    if (n === 0) return (this.unlabeled ??= this.add(values));
+    let level = this.index;
+    for (let i = 0; i < n - 1; i++) {
+      let next = level.get(values[i]) as Map<string, unknown> | undefined;
+      if (!next) level.set(values[i], (next = new Map()));
+      level = next;
     }
+    let cell = level.get(values[n - 1]) as T | undefined;
+    if (cell === undefined) level.set(values[n - 1], (cell = this.add(values)));
+    return cell;
+  }
+
+  private add(values: readonly string[]): T {
+    const s = { labels: this.labelNames.map((l, i) => `${l}="${escapeLabel(values[i])}"`).join(","), cell: this.newCell() };
+    this.series.push(s);
     return s.cell;
   }
 
@@ -72,7 +87,7 @@ export class CounterFamily extends LabeledFamily<{ value: number }> {
   write(out: string[]): void {
     this.header(out, "counter");
     if (this.labelNames.length === 0) this.at([]);
-    for (const s of this.series.values()) out.push(`${this.name}${s.labels ? `{${s.labels}}` : ""} ${formatValue(s.cell.value)}\n`);
+    for (const s of this.series) out.push(`${this.name}${s.labels ? `{${s.labels}}` : ""} ${formatValue(s.cell.value)}\n`);
   }
 }
 
@@ -110,7 +125,7 @@ export class HistogramFamily extends LabeledFamily<HistogramCell> {
   write(out: string[]): void {
     this.header(out, "histogram");
     if (this.labelNames.length === 0) this.at([]);
-    for (const s of this.series.values()) {
+    for (const s of this.series) {
       const rest = s.labels ? `,${s.labels}` : "";
       const suffix = s.labels ? `{${s.labels}}` : "";
       let cumulative = 0;

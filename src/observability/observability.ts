@@ -48,8 +48,10 @@ export class Observability {
   }
 
   modelCall(call: ModelCallInfo): ModelCallObservation {
-    return new ModelCallObservation(call, this.metrics, this.tracing, (c) => this.plugins.get(c.provider) ?? c.upstream.vendor);
+    return new ModelCallObservation(call, this.metrics, this.tracing, this.systemOf);
   }
+
+  private readonly systemOf = (c: { provider: string; upstream: { vendor: string } }) => this.plugins.get(c.provider) ?? c.upstream.vendor;
 
   cooldown(provider: string, model: string): void {
     this.metrics?.cooldown(provider, model);

@@ -131,7 +131,7 @@ export class SandboxService {
     const startedAt = new Date();
     const endAt = new Date(startedAt.getTime() + timeoutSec * 1000);
     try {
-      return await this.db.transaction(async (tx) => {
+      const created = await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(sandboxes)
           .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, startedAt, endAt })
@@ -139,6 +139,9 @@ export class SandboxService {
         await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata } });
         return row;
       });
+      // A new sandbox's first command usually follows at once: it needs no read.
+      this.rowCache.set(id, { row: created, at: performance.now() });
+      return created;
     } catch (e) {
       // Nothing may run that the database does not know about.
       await backend.destroy(id, state).catch(() => {});

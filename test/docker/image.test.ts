@@ -1,3 +1,4 @@
+// Database-independent: the container image, which runs on its own embedded database; the PostgreSQL pass of .ci/run leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

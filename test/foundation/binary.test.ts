@@ -1,3 +1,4 @@
+// Database-independent: the single-file binary and its embedded assets; the PostgreSQL pass of .ci/run leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,3 +1,4 @@
+// Database-independent: its two-process tests use the PostgreSQL server in every pass; the PostgreSQL pass of .ci/run leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,3 +1,4 @@
+// Database-independent: cgroup and tmpfs limits of the local backend; the PostgreSQL pass of .ci/run leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
