@@ -81,8 +81,8 @@ const MAX_TEXT = 256;
  * retries; `close()` drains the queue at shutdown.
  */
 export class BatchingUsageMeter implements UsageMeter {
-  /** Sees every record as it is queued (metrics: tokens, cost, duration). */
-  observe?: (u: UsageRecord) => void;
+  /** Sees every record as it is queued, with its cost (metrics: tokens, cost, duration). */
+  observe?: (u: UsageRecord, cost: number | undefined) => void;
   private queue: Queued[] = [];
   private timer?: ReturnType<typeof setInterval>;
   private running?: Promise<void>;
@@ -119,7 +119,9 @@ export class BatchingUsageMeter implements UsageMeter {
 
   record(u: UsageRecord): void {
     try {
-      this.observe?.(u);
+      const at = this.now();
+      const cost = this.priced(u, at);
+      this.observe?.(u, cost);
       // A record that can never be written must not enter the queue: it would fail every
       // batch it is in, and batches are retried whole.
       if (!u || typeof u.organizationId !== "string" || !u.organizationId || typeof u.keyId !== "string" || !u.keyId || typeof u.publicModel !== "string") {
@@ -130,7 +132,7 @@ export class BatchingUsageMeter implements UsageMeter {
         this.queue.shift();
         if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
       }
-      const queued: Queued = { ...u, at: this.now() };
+      const queued: Queued = { ...u, at, cost };
       // Bodies are dropped here unless kept: a queue of full prompts would hold megabytes.
       if (this.bodyChars > 0) {
         queued.requestBody = clipBody(u.requestBody, this.bodyChars);
@@ -143,6 +145,16 @@ export class BatchingUsageMeter implements UsageMeter {
     } catch (err) {
       this.log.error("usage record rejected", { err });
     }
+  }
+
+  /**
+   * The caller's own price, else the catalog's at the request's time: by what actually ran
+   * upstream, by the public name when the upstream id is unknown.
+   */
+  private priced(u: UsageRecord, at: number): number | undefined {
+    if (typeof u.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0) return u.cost;
+    const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
+    return (u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage, at) : undefined) ?? this.catalog.cost(u.publicModel, usage, at);
   }
 
   /** Calls `listener` with each record as it is queued (token limits count finished requests here); it must not throw or wait. */
@@ -202,11 +214,8 @@ export class BatchingUsageMeter implements UsageMeter {
     const orgSpend = new SpendByDay();
     const rows = batch.map((u): UsageRow => {
       const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
-      // Priced by what actually ran upstream; the public name when the upstream id is unknown.
-      const cost =
-        typeof u.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0
-          ? u.cost
-          : ((u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage, u.at) : undefined) ?? this.catalog.cost(u.publicModel, usage, u.at));
+      // Priced when queued (see priced).
+      const cost = u.cost;
       if (cost && cost > 0) {
         keySpend.add(u.keyId, u.at, cost);
         orgSpend.add(u.organizationId, u.at, cost);

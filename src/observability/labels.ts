@@ -22,7 +22,9 @@ export class CappedLabel {
 
 const MAX_LENGTH = 128;
 
+const FAMILIES = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
 /** `2xx`, `4xx`, ...: a status family is a label, the exact status is not. */
 export function statusClass(status: number): string {
-  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
+  return status >= 100 && status < 600 ? FAMILIES[Math.floor(status / 100) - 1] : "other";
 }

@@ -1,4 +1,3 @@
-import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
 import type { UsageRecord } from "../metering";
 import type { Services } from "../services";
@@ -51,9 +50,8 @@ export function observabilityFor(s: Services): Observability | undefined {
     if (metrics) {
       const meter = usageMeterFor(s);
       registerCollectors(metrics, s.db, s.log, { usagePending: () => meter.pending(), sandboxUsage: (limit) => o?.sandboxUsage?.(limit) ?? Promise.resolve([]) });
-      const catalog = catalogFor(s);
       // Tokens, cost and duration of every metered request (model calls and generation tasks).
-      meter.observe = (u: UsageRecord) =>
+      meter.observe = (u: UsageRecord, cost: number | undefined) =>
         metrics.modelRequest({
           protocol: u.surface,
           provider: u.provider,
@@ -62,7 +60,7 @@ export function observabilityFor(s: Services): Observability | undefined {
           inputTokens: u.inputTokens,
           outputTokens: u.outputTokens,
           latencyMs: u.latencyMs,
-          cost: u.cost ?? (u.upstreamModel ? catalog.cost(u.upstreamModel, u) : undefined) ?? catalog.cost(u.publicModel, u),
+          cost,
         });
     }
   }
