@@ -95,6 +95,10 @@ export class Metrics {
     this.orgs = new CappedLabel(opts.maxOrganizations);
     // Process CPU, resident memory, heap and event-loop lag (measured at each scrape).
     collectDefaultMetrics({ register: this.registry });
+    // Except the heap per V8 space: Bun answers v8.getHeapSpaceStatistics() by walking the
+    // whole heap, tens of milliseconds of the event loop per scrape. The heap's totals
+    // (nodejs_heap_size_*, from process.memoryUsage()) stay.
+    for (const part of ["total", "used", "available"]) this.registry.removeSingleMetric(`nodejs_heap_space_size_${part}_bytes`);
   }
 
   /** A gauge whose value is read at scrape time (queue depths, database counts). */

@@ -75,10 +75,12 @@ describe("access", () => {
     expect(Object.keys(doc.paths)).not.toContain("/metrics");
   });
 
-  test("process series: memory and event-loop lag", async () => {
+  test("process series: memory, heap and event-loop lag; not the heap per space, which Bun computes by walking the heap", async () => {
     const s = await scrape();
     expect(s.value("process_resident_memory_bytes")).toBeGreaterThan(0);
+    expect(s.value("nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
     expect(s.families.some((f) => f.name === "nodejs_eventloop_lag_seconds")).toBe(true);
+    expect(s.families.filter((f) => f.name.startsWith("nodejs_heap_space_size_"))).toEqual([]);
   });
 });
 
