@@ -5,9 +5,8 @@
 // `--bail`...) they all go to a single `bun test` as they are.
 //
 // Why a process per file: one process for the whole suite carries what each file leaves
-// behind (embedded databases, sockets, timers, heap) into the next, and ran the suite
-// slower than the same files one by one; a file that crashes its process also takes
-// only itself down.
+// behind (embedded databases, sockets, timers, heap) into the next; a file that crashes
+// or hangs its process takes only itself down, and each file's output stays together.
 import { readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 
