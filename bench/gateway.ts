@@ -12,7 +12,7 @@
 // `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs.
 // BENCH_METRICS=1 adds the service with metrics on (METRICS_TOKEN, scraped every second
 // as Prometheus would) as one more target, interleaved with the service as it ships (off):
-// the A/B of the metrics' cost in one command.
+// the A/B of the metrics' cost in one command, beside an A/A of two services with metrics off.
 
 type Mode = "json" | "stream" | "chunked" | "live" | "embeddings";
 const MODES: Mode[] = ["json", "stream", "chunked", "live", "embeddings"];
@@ -232,6 +232,9 @@ export async function run() {
   const baseline = compareRoot ? await startService(upstream.url, compareRoot) : undefined;
   const withMetrics = process.env.BENCH_METRICS === "1" ? await startService(upstream.url, root, { METRICS_TOKEN: METRICS_TOKEN }) : undefined;
   const scraper = withMetrics ? scrapeEverySecond(withMetrics.url) : undefined;
+  // A second service exactly as the first (metrics off): the A/A that tells how far two
+  // identical processes differ in these rounds, the noise the on/off ratio is read against.
+  const twin = withMetrics ? await startService(upstream.url, root) : undefined;
   const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
   // BENCH_PEERS=0 leaves the peer gateways out (a shorter run, e.g. for an A/B).
   for (const runtime of process.env.BENCH_PEERS === "0" ? [] : (["node", "bun"] as const)) {
@@ -252,6 +255,7 @@ export async function run() {
       { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` }, pid: service.pid },
       ...(baseline ? [{ name: `this service, baseline (${compareRoot})`, url: baseline.url + path, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid }] : []),
       ...(withMetrics ? [{ name: METRICS_TARGET, url: withMetrics.url + path, headers: { authorization: `Bearer ${withMetrics.key}` }, pid: withMetrics.pid }] : []),
+      ...(twin ? [{ name: TWIN_TARGET, url: twin.url + path, headers: { authorization: `Bearer ${twin.key}` }, pid: twin.pid }] : []),
     ];
     const notes: string[] = [];
     for (const p of portkeys) {
@@ -337,7 +341,8 @@ export async function run() {
         const on = tp.get(METRICS_TARGET)!;
         const off = tp.get("this service")!;
         const share = median(on.map((x, i) => x.rps / off[i].rps));
-        console.log(`Metrics on vs off: ${fmt(100 * share)}% of the throughput (median of rounds), p50 ${fmt(percentile(lat.get(METRICS_TARGET)!, 50) - percentile(lat.get("this service")!, 50), 3)} ms added.\n`);
+        const twinShare = median(tp.get(TWIN_TARGET)!.map((x, i) => x.rps / off[i].rps));
+        console.log(`Metrics on vs off: ${fmt(100 * share)}% of the throughput (median of rounds), p50 ${fmt(percentile(lat.get(METRICS_TARGET)!, 50) - percentile(lat.get("this service")!, 50), 3)} ms added; the A/A (a second service, metrics off, vs the first): ${fmt(100 * twinShare)}%.\n`);
       }
     }
     for (const n of notes) console.log(`- ${n}`);
@@ -348,6 +353,7 @@ export async function run() {
     await baseline?.stop();
     scraper?.stop();
     await withMetrics?.stop();
+    await twin?.stop();
     await proxy.stop();
     await proxyKept.stop();
     await upstream.stop();
@@ -356,6 +362,7 @@ export async function run() {
 
 const METRICS_TOKEN = "bench-metrics-token";
 const METRICS_TARGET = "this service, metrics on (METRICS_TOKEN)";
+const TWIN_TARGET = "this service, a second instance (A/A)";
 
 /** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
 function scrapeEverySecond(url: string): { stop(): void } {
