@@ -1,5 +1,5 @@
-import { RedisClient } from "bun";
 import type { Logger } from "../log";
+import { RedisScripts } from "./redis-scripts";
 import { LocalTokenLimiter, TOKEN_WINDOW_SECONDS, type TokenLimiter } from "./tokens";
 
 /**
@@ -60,26 +60,15 @@ export interface RedisTokenLimiterOptions {
  * process), and tokens are counted in both so the local window is warm when it is needed.
  */
 export class RedisTokenLimiter implements TokenLimiter {
-  private readonly client: RedisClient;
+  private readonly scripts: RedisScripts;
   private readonly fallback = new LocalTokenLimiter();
-  private readonly shas = new Map<string, string>();
-  private readonly timeoutMs: number;
-  private lastWarn = 0;
-  private nextReconnectAt = 0;
-  private reconnecting?: Promise<void>;
 
   constructor(private readonly opts: RedisTokenLimiterOptions) {
-    this.client = new RedisClient(opts.url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: 2_000 });
-    this.timeoutMs = opts.timeoutMs ?? 250;
+    this.scripts = new RedisScripts(opts.url, opts.log, "token limits", opts.timeoutMs);
   }
 
-  async start(): Promise<void> {
-    this.nextReconnectAt = Date.now() + 1_000;
-    try {
-      await this.client.connect();
-    } catch (err) {
-      this.warn("cannot reach Redis at start-up; token limits are per process until it answers", err);
-    }
+  start(): Promise<void> {
+    return this.scripts.start();
   }
 
   /** The Redis key of an API key's window. */
@@ -90,71 +79,24 @@ export class RedisTokenLimiter implements TokenLimiter {
   add(keyId: string, tokens: number): void {
     if (!(tokens > 0)) return;
     this.fallback.add(keyId, tokens);
-    if (!this.client.connected) return this.reconnect();
-    this.run(ADD_TOKENS_LUA, this.windowKey(keyId), String(Math.round(tokens))).catch((err) => this.warn("Redis token count failed; counted in this process only", err));
+    if (!this.scripts.ready()) return;
+    this.scripts.run(ADD_TOKENS_LUA, [this.windowKey(keyId)], [String(Math.round(tokens))]).catch((err) => this.scripts.warn("Redis token count failed; counted in this process only", err));
   }
 
   check(keyId: string, cap: number): number | Promise<number> {
     if (cap <= 0) return 0;
-    if (!this.client.connected) {
-      this.reconnect();
-      return this.fallback.check(keyId, cap);
-    }
-    return this.run(CHECK_TOKENS_LUA, this.windowKey(keyId), String(cap))
+    if (!this.scripts.ready()) return this.fallback.check(keyId, cap);
+    return this.scripts
+      .run(CHECK_TOKENS_LUA, [this.windowKey(keyId)], [String(cap)])
       .then((n) => Number(n) || 0)
       .catch((err) => {
-        this.warn("Redis token check failed; using this process's window", err);
+        this.scripts.warn("Redis token check failed; using this process's window", err);
         return this.fallback.check(keyId, cap);
       });
   }
 
-  private async run(script: string, key: string, arg: string): Promise<number> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
-    const call = async (): Promise<number> => {
-      const sha = this.shas.get(script);
-      if (sha) {
-        try {
-          return await this.client.send("EVALSHA", [sha, "1", key, arg]);
-        } catch (err) {
-          // NOSCRIPT: Redis restarted or was flushed; load the script again below.
-          if (!String((err as Error).message).includes("NOSCRIPT")) throw err;
-        }
-      }
-      const loaded: string = await this.client.send("SCRIPT", ["LOAD", script]);
-      this.shas.set(script, loaded);
-      return await this.client.send("EVALSHA", [loaded, "1", key, arg]);
-    };
-    try {
-      return await Promise.race([call(), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  private reconnect(): void {
-    if (this.reconnecting || Date.now() < this.nextReconnectAt) return;
-    this.nextReconnectAt = Date.now() + 1_000;
-    this.reconnecting = this.client
-      .connect()
-      .then(() => this.opts.log.info("Redis reachable again; token limits are shared"))
-      .catch((err) => this.warn("Redis still unreachable; token limits are per process", err))
-      .finally(() => {
-        this.reconnecting = undefined;
-      });
-  }
-
-  private warn(msg: string, err: unknown): void {
-    const now = Date.now();
-    if (now - this.lastWarn < 10_000) return;
-    this.lastWarn = now;
-    this.opts.log.warn(msg, { err });
-  }
-
   close(): void {
     this.fallback.close();
-    this.client.close();
+    this.scripts.close();
   }
 }

@@ -1,5 +1,5 @@
-import { RedisClient } from "bun";
 import type { Logger } from "../log";
+import { RedisScripts } from "./redis-scripts";
 import { type LimitVerdict, LocalRateLimiter, type RateLimiter, WINDOW_MS } from "./window";
 
 /**
@@ -43,112 +43,44 @@ export interface RedisLimiterOptions {
 }
 
 /**
- * Sliding windows shared through Redis (Bun's built-in client). While Redis is
- * unreachable or slow, requests are checked against this process's own windows instead:
- * limits stay in force per process rather than failing open or taking the gateway down.
+ * Sliding windows shared through Redis (Bun's built-in client, see redis-scripts.ts). While
+ * Redis is unreachable or slow, requests are checked against this process's own windows
+ * instead: limits stay in force per process rather than failing open or taking the gateway down.
  */
 export class RedisRateLimiter implements RateLimiter {
-  private readonly client: RedisClient;
+  private readonly scripts: RedisScripts;
   private readonly fallback: LocalRateLimiter;
-  private sha?: string;
   private seq = 0;
   private readonly instance = crypto.randomUUID();
   private readonly globalKey: string;
-  private readonly timeoutMs: number;
-  private lastWarn = 0;
-  private reconnecting?: Promise<void>;
-  private nextReconnectAt = 0;
 
   constructor(private readonly opts: RedisLimiterOptions) {
-    // No offline queue and no built-in reconnect loop (it holds connect() for ~30 s):
-    // while disconnected a call fails at once, the fallback answers, and reconnect()
-    // tries again at most once a second.
-    this.client = new RedisClient(opts.url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: 2_000 });
+    this.scripts = new RedisScripts(opts.url, opts.log, "rate limits", opts.timeoutMs);
     this.fallback = new LocalRateLimiter(opts.globalLimit);
     // "{rl}" is a hash tag: both keys of one script live in the same cluster slot.
     this.globalKey = `${opts.prefix}{rl}:global`;
-    this.timeoutMs = opts.timeoutMs ?? 250;
   }
 
   /** Connects and loads the script; a failure here is logged, not fatal (fallback applies). */
-  async start(): Promise<void> {
-    this.nextReconnectAt = Date.now() + 1_000;
-    try {
-      await this.client.connect();
-      this.sha = await this.client.send("SCRIPT", ["LOAD", SLIDING_WINDOW_LUA]);
-    } catch (err) {
-      this.warn("cannot reach Redis at start-up; rate limits are per process until it answers", err);
-    }
+  start(): Promise<void> {
+    return this.scripts.start([SLIDING_WINDOW_LUA]);
   }
 
   acquire(keyId: string, keyLimit: number, platformWide = true): LimitVerdict | Promise<LimitVerdict> {
     const globalLimit = platformWide ? this.opts.globalLimit : 0;
     if (globalLimit <= 0 && keyLimit <= 0) return null;
-    if (!this.client.connected) {
-      this.reconnect();
-      return this.fallback.acquire(keyId, keyLimit, platformWide);
-    }
-    return this.eval(keyId, keyLimit, globalLimit).catch((err) => {
-      this.warn("Redis rate-limit call failed; using this process's window", err);
-      return this.fallback.acquire(keyId, keyLimit, platformWide);
-    });
-  }
-
-  private async eval(keyId: string, keyLimit: number, globalLimit: number): Promise<LimitVerdict> {
-    const args = [
-      "2",
-      this.globalKey,
-      `${this.opts.prefix}{rl}:key:${keyId}`,
-      String(globalLimit),
-      String(keyLimit),
-      String(WINDOW_MS),
-      `${this.instance}:${this.seq++}`,
-    ];
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
-    try {
-      const call = async (): Promise<number> => {
-        if (this.sha) {
-          try {
-            return await this.client.send("EVALSHA", [this.sha, ...args]);
-          } catch (err) {
-            // NOSCRIPT: Redis restarted or was flushed; load the script again below.
-            if (!String((err as Error).message).includes("NOSCRIPT")) throw err;
-          }
-        }
-        this.sha = await this.client.send("SCRIPT", ["LOAD", SLIDING_WINDOW_LUA]);
-        return await this.client.send("EVALSHA", [this.sha!, ...args]);
-      };
-      const code = await Promise.race([call(), timeout]);
-      return VERDICTS[Number(code)] ?? null;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  private reconnect(): void {
-    if (this.reconnecting || Date.now() < this.nextReconnectAt) return;
-    this.nextReconnectAt = Date.now() + 1_000;
-    this.reconnecting = this.client
-      .connect()
-      .then(() => this.opts.log.info("Redis reachable again; rate limits are shared"))
-      .catch((err) => this.warn("Redis still unreachable; rate limits are per process", err))
-      .finally(() => {
-        this.reconnecting = undefined;
+    if (!this.scripts.ready()) return this.fallback.acquire(keyId, keyLimit, platformWide);
+    return this.scripts
+      .run(SLIDING_WINDOW_LUA, [this.globalKey, `${this.opts.prefix}{rl}:key:${keyId}`], [String(globalLimit), String(keyLimit), String(WINDOW_MS), `${this.instance}:${this.seq++}`])
+      .then((code) => VERDICTS[Number(code)] ?? null)
+      .catch((err) => {
+        this.scripts.warn("Redis rate-limit call failed; using this process's window", err);
+        return this.fallback.acquire(keyId, keyLimit, platformWide);
       });
-  }
-
-  private warn(msg: string, err: unknown): void {
-    const now = Date.now();
-    if (now - this.lastWarn < 10_000) return;
-    this.lastWarn = now;
-    this.opts.log.warn(msg, { err });
   }
 
   close(): void {
     this.fallback.close();
-    this.client.close();
+    this.scripts.close();
   }
 }
