@@ -1,5 +1,6 @@
 import { isNotNull } from "drizzle-orm";
 import type { Database, Db } from "../db/client";
+import { type ChangeWatch, watchChanges } from "../db/watch";
 import { organizations } from "../keys/schema";
 import type { Logger } from "../log";
 import { isSpendPeriod, type SpendState } from "./period";
@@ -25,8 +26,7 @@ interface ChangePayload {
  */
 export class OrgBudgets {
   private budgets = new Map<string, SpendState>();
-  private timer?: ReturnType<typeof setInterval>;
-  private unlisten?: () => Promise<void>;
+  private watch?: ChangeWatch;
   /** Bumped by each applied notification, so a reload that read older rows does not put them back. */
   private seq = 0;
 
@@ -49,21 +49,21 @@ export class OrgBudgets {
 
   async start(): Promise<void> {
     await this.reload();
-    this.unlisten = await this.opts.listen?.(
-      "organizations_changed",
-      (payload) => this.onChange(payload),
-      () => void this.reload(),
-    );
-    this.timer = setInterval(() => void this.reload(), this.opts.pollMs);
-    this.timer.unref?.();
+    this.watch = await watchChanges<ChangePayload>({
+      listen: this.opts.listen,
+      channel: "organizations_changed",
+      pollMs: this.opts.pollMs,
+      log: this.log,
+      what: "organization budgets",
+      onChange: (c) => this.onChange(c),
+      catchUp: () => void this.reload(),
+    });
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    const unlisten = this.unlisten;
-    this.unlisten = undefined;
-    await unlisten?.().catch((err) => this.log.warn("organization budgets: unlisten failed", { err }));
+    const watch = this.watch;
+    this.watch = undefined;
+    await watch?.stop();
   }
 
   async reload(): Promise<void> {
@@ -89,14 +89,7 @@ export class OrgBudgets {
     }
   }
 
-  private onChange(payload: string): void {
-    let c: ChangePayload;
-    try {
-      c = JSON.parse(payload) as ChangePayload;
-    } catch (err) {
-      this.log.warn("organization budgets: unreadable change notification; the next poll catches up", { err });
-      return;
-    }
+  private onChange(c: ChangePayload): void {
     this.set(c.id, {
       spendingLimit: c.spendingLimit === null ? null : Number(c.spendingLimit),
       spendPeriod: isSpendPeriod(c.spendPeriod) ? c.spendPeriod : "none",

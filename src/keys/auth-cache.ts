@@ -1,5 +1,6 @@
 import { isSpendPeriod } from "../budgets/period";
 import type { Database } from "../db/client";
+import { type ChangeWatch, watchChanges } from "../db/watch";
 import type { Logger } from "../log";
 import { hashKey, type KeyRecord, type KeyRepository } from "./keys";
 
@@ -67,9 +68,8 @@ export class AuthCache {
   private readonly hashes = new Map<string, string>();
   private readonly inflight = new Map<string, Promise<KeyRecord | null>>();
   private watermark?: Date;
-  private timer?: ReturnType<typeof setInterval>;
+  private watch?: ChangeWatch;
   private syncing = false;
-  private unlisten?: () => Promise<void>;
   /** Sequence number of the latest refresh asked for each hash (see refresh). */
   private readonly refreshes = new Map<string, number>();
   private refreshSeq = 0;
@@ -132,32 +132,25 @@ export class AuthCache {
   async start(): Promise<void> {
     const { now } = await this.repo.changedSince(new Date());
     this.watermark = now;
-    this.unlisten = await this.listen?.(
-      "api_keys_changed",
-      (payload) => this.onChange(payload),
-      () => void this.sync(),
-    );
-    this.timer = setInterval(() => void this.sync(), this.pollMs);
-    this.timer.unref?.();
+    this.watch = await watchChanges<ChangePayload>({
+      listen: this.listen,
+      channel: "api_keys_changed",
+      pollMs: this.pollMs,
+      log: this.log,
+      what: "api key cache",
+      onChange: (change) => this.onChange(change),
+      catchUp: () => void this.sync(),
+    });
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    const unlisten = this.unlisten;
-    this.unlisten = undefined;
-    await unlisten?.().catch((err) => this.log.warn("api key cache: unlisten failed", { err }));
+    const watch = this.watch;
+    this.watch = undefined;
+    await watch?.stop();
   }
 
   /** A notified change (see migration 0005): the row itself, or only its hash. */
-  private onChange(payload: string): void {
-    let change: ChangePayload;
-    try {
-      change = JSON.parse(payload) as ChangePayload;
-    } catch (err) {
-      this.log.warn("api key cache: unreadable change notification; the next poll catches up", { err });
-      return;
-    }
+  private onChange(change: ChangePayload): void {
     if (!change.row) {
       void this.refresh(change.keyHash);
       return;
