@@ -10,118 +10,17 @@
 // stream, one event per chunk written at once; and live, the events 1 ms apart, so that
 // each reaches the gateway on its own and goes through its per-chunk pipe.
 // `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs.
-// BENCH_METRICS=1 adds the service with metrics on (METRICS_TOKEN, scraped every second
-// as Prometheus would) as one more target, interleaved with the service as it ships (off):
-// the A/B of the metrics' cost in one command, beside an A/A of two services with metrics off.
+// The metrics' cost (on against off) has a bench of its own: bench/metrics.ts.
 
-type Mode = "json" | "stream" | "chunked" | "live" | "embeddings";
-const MODES: Mode[] = ["json", "stream", "chunked", "live", "embeddings"];
-const TITLES: Record<Mode, string> = {
-  json: "Non-streaming",
-  stream: "Streaming (SSE), upstream sends the complete stream (Content-Length)",
-  chunked: "Streaming (SSE), upstream sends a chunked stream (one event per chunk, written at once)",
-  live: "Streaming (SSE), live upstream (one event per chunk, 1 ms apart)",
-  embeddings: "Embeddings (POST /v1/embeddings, one input)",
-};
-/** What the prompt tells the upstream (bench/gateway-children.ts) about how to send its stream. */
-const PROMPTS: Record<Mode, string> = { json: "Say hello", stream: "Say hello", chunked: "Say hello (chunked)", live: "Say hello (live)", embeddings: "Say hello" };
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { procStat } from "../providers/local/procfs";
+import { body, CONNECTIONS, children, checkTarget, collect, freePort, MODES, type Mode, median, root, scratch, startService, TITLES, type Target, type Throughput, urlOf, waitForHttp, wrkPost } from "./gateway-targets";
 import { fmt, percentile, startChild } from "./lib";
 
 /** Seconds per throughput round; BENCH_TP_ROUNDS interleaved rounds per target. */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 200);
-const CONNECTIONS = 64;
 const TP_ROUNDS = Number(process.env.BENCH_TP_ROUNDS ?? 4);
-const root = join(import.meta.dir, "..");
-const children = join(import.meta.dir, "gateway-children.ts");
-
-interface Target {
-  name: string;
-  url: string;
-  headers: Record<string, string>;
-  /** The process serving it, whose CPU time is read around each throughput round. */
-  pid: number;
-  /** Why the target could not be measured in a mode (it failed its check request). */
-  failed?: Partial<Record<Mode, string>>;
-}
-
-// The upstream (bench/gateway-children.ts) chunks its stream when the prompt says so.
-const body = (mode: Mode) =>
-  mode === "embeddings"
-    ? JSON.stringify({ model: "text-embedding-3-small", input: PROMPTS[mode] })
-    : JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: PROMPTS[mode] }], ...(mode === "json" ? {} : { stream: true }) });
-/** Targets are listed by their chat completions URL; embeddings are beside it. */
-const urlOf = (t: Target, mode: Mode) => (mode === "embeddings" ? t.url.replace(/\/chat\/completions$/, "/embeddings") : t.url);
-
-async function freePort(): Promise<number> {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
-
-async function waitForHttp(url: string, proc: Subprocess, what: string, output: () => string, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`${what} exited (${proc.exitCode}) before answering:\n${output()}`);
-    try {
-      await fetch(url);
-      return;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`${what} did not answer within ${timeoutMs} ms:\n${output()}`);
-      await Bun.sleep(100);
-    }
-  }
-}
-
-function collect(proc: Subprocess<"ignore", "pipe", "pipe">): () => string {
-  let text = "";
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    const d = new TextDecoder();
-    for await (const c of s) text = (text + d.decode(c, { stream: true })).slice(-20_000);
-  };
-  void pump(proc.stdout);
-  void pump(proc.stderr);
-  return () => text;
-}
-
-/** The service as a real process with the defaults a self-hoster gets (embedded database, first key bootstrapped). */
-async function startService(upstream: string, from = root, extra: Record<string, string> = {}) {
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
-  const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
-    cwd: from,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1`, ...extra },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const output = collect(proc);
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/healthz`, proc, "the service", output);
-  let key: string | undefined;
-  for (let i = 0; i < 100 && !key; i++) {
-    key = output().match(/sk-[0-9a-f]{64}/)?.[0];
-    if (!key) await Bun.sleep(50);
-  }
-  if (!key) throw new Error(`the service printed no bootstrap key:\n${output()}`);
-  return {
-    url,
-    key,
-    pid: proc.pid,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
 
 /**
  * Portkey's gateway from node_modules (build/start-server.js, its `start:node` script),
@@ -146,14 +45,6 @@ async function startPortkey(runtime: "node" | "bun") {
   };
 }
 
-async function checkTarget(t: Target, mode: Mode) {
-  const res = await fetch(urlOf(t, mode), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(mode) });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${t.name}: ${res.status} ${text.slice(0, 300)}`);
-  const expected = mode === "embeddings" ? '"embedding"' : mode === "json" ? '"chat.completion"' : "data: [DONE]";
-  if (!text.includes(expected)) throw new Error(`${t.name}: unexpected answer ${text.slice(0, 300)}`);
-}
-
 /**
  * Sequential latency: rounds of `perRound` requests per target, targets interleaved so drift
  * hits all alike (a live stream takes some 10 ms, so it gets a fifth of the requests).
@@ -175,50 +66,6 @@ async function sequential(targets: Target[], mode: Mode): Promise<Map<string, nu
   return times;
 }
 
-interface Throughput {
-  rps: number;
-  /** CPU time of the target's process (all its threads) per request, in microseconds. */
-  cpuUs: number;
-  non2xx: number;
-  errors: string;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-/** User + system CPU time of a target's process so far, in clock ticks. */
-function cpuTicks(pid: number): number {
-  const st = procStat(pid);
-  if (!st) throw new Error(`process ${pid} is gone: its CPU time cannot be read`);
-  return st.cpuTicks;
-}
-const US_PER_TICK = 10_000;
-
-/** wrk with a POST body (Debian package wrk). */
-function wrkPost(t: Target, mode: Mode, seconds: number, dir: string): Throughput {
-  if (!Bun.which("wrk")) throw new Error("wrk is not installed: apt-get install -y wrk (Debian package wrk)");
-  const script = join(dir, `post-${mode}.lua`);
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body(mode))}\nwrk.headers["Content-Type"] = "application/json"\n`);
-  const args = ["wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${Math.max(1, Math.round(seconds))}s`, "-s", script];
-  for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
-  args.push(urlOf(t, mode));
-  const ticksBefore = cpuTicks(t.pid);
-  const proc = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
-  const ticks = cpuTicks(t.pid) - ticksBefore;
-  const out = proc.stdout.toString();
-  if (proc.exitCode !== 0) throw new Error(`wrk failed: ${proc.stderr}`);
-  const requests = Number(out.match(/(\d+) requests in/)?.[1]);
-  return {
-    rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]),
-    cpuUs: (ticks * US_PER_TICK) / requests,
-    non2xx: Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0),
-    errors: out.match(/Socket errors:[^\n]*/)?.[0] ?? "",
-  };
-}
-
 export async function run() {
   const upstream = await startChild(children, { MODE: "upstream" });
   const proxy = await startChild(children, { MODE: "proxy", UPSTREAM: upstream.url });
@@ -229,12 +76,7 @@ export async function run() {
   // An A/B of two versions of the service: BENCH_COMPARE_ROOT is another checkout (with its
   // node_modules), measured as one more target, interleaved with this one.
   const compareRoot = process.env.BENCH_COMPARE_ROOT;
-  const baseline = compareRoot ? await startService(upstream.url, compareRoot) : undefined;
-  const withMetrics = process.env.BENCH_METRICS === "1" ? await startService(upstream.url, root, { METRICS_TOKEN: METRICS_TOKEN }) : undefined;
-  const scraper = withMetrics ? scrapeEverySecond(withMetrics.url) : undefined;
-  // A second service exactly as the first (metrics off): the A/A that tells how far two
-  // identical processes differ in these rounds, the noise the on/off ratio is read against.
-  const twin = withMetrics ? await startService(upstream.url, root) : undefined;
+  const baseline = compareRoot ? await startService(upstream.url, { from: compareRoot }) : undefined;
   const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
   // BENCH_PEERS=0 leaves the peer gateways out (a shorter run, e.g. for an A/B).
   for (const runtime of process.env.BENCH_PEERS === "0" ? [] : (["node", "bun"] as const)) {
@@ -245,17 +87,15 @@ export async function run() {
       portkeys.push({ name, problem: (err as Error).message.split("\n")[0] });
     }
   }
-  const dir = mkdtempSync(join(tmpdir(), "gw-bench-wrk-"));
+  const { dir, remove } = scratch();
   try {
     const path = "/v1/chat/completions";
     const targets: Target[] = [
       { name: "direct (no gateway)", url: upstream.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: upstream.proc.pid },
       { name: "minimal Bun proxy (10 lines)", url: proxy.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxy.proc.pid },
       { name: "minimal Bun proxy, MIMALLOC_PURGE_DELAY=-1", url: proxyKept.url + path, headers: { authorization: "Bearer sk-upstream" }, pid: proxyKept.proc.pid },
-      { name: "this service", url: service.url + path, headers: { authorization: `Bearer ${service.key}` }, pid: service.pid },
-      ...(baseline ? [{ name: `this service, baseline (${compareRoot})`, url: baseline.url + path, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid }] : []),
-      ...(withMetrics ? [{ name: METRICS_TARGET, url: withMetrics.url + path, headers: { authorization: `Bearer ${withMetrics.key}` }, pid: withMetrics.pid }] : []),
-      ...(twin ? [{ name: TWIN_TARGET, url: twin.url + path, headers: { authorization: `Bearer ${twin.key}` }, pid: twin.pid }] : []),
+      service.target("this service"),
+      ...(baseline ? [baseline.target(`this service, baseline (${compareRoot})`)] : []),
     ];
     const notes: string[] = [];
     for (const p of portkeys) {
@@ -294,11 +134,11 @@ export async function run() {
     for (const mode of MODES) {
       const live = targets.filter((t) => !t.failed?.[mode]);
       latency[mode] = await sequential(live, mode);
-      for (const t of live) wrkPost(t, mode, 2, dir); // warm-up
+      for (const t of live) await wrkPost(t, mode, 2, dir); // warm-up
       // Interleaved rounds, the median kept: a shared machine drifts within a minute, and a
       // target measured in one block could land in a slow or a fast patch.
       const rounds = new Map<string, Throughput[]>(live.map((t) => [t.name, []]));
-      for (let r = 0; r < TP_ROUNDS; r++) for (const t of live) rounds.get(t.name)!.push(wrkPost(t, mode, SECONDS, dir));
+      for (let r = 0; r < TP_ROUNDS; r++) for (const t of live) rounds.get(t.name)!.push(await wrkPost(t, mode, SECONDS, dir));
       throughput[mode] = rounds;
     }
 
@@ -337,41 +177,17 @@ export async function run() {
         );
       }
       console.log("");
-      if (withMetrics) {
-        const on = tp.get(METRICS_TARGET)!;
-        const off = tp.get("this service")!;
-        const share = median(on.map((x, i) => x.rps / off[i].rps));
-        const twinShare = median(tp.get(TWIN_TARGET)!.map((x, i) => x.rps / off[i].rps));
-        console.log(`Metrics on vs off: ${fmt(100 * share)}% of the throughput (median of rounds), p50 ${fmt(percentile(lat.get(METRICS_TARGET)!, 50) - percentile(lat.get("this service")!, 50), 3)} ms added; the A/A (a second service, metrics off, vs the first): ${fmt(100 * twinShare)}%.\n`);
-      }
     }
     for (const n of notes) console.log(`- ${n}`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
     for (const p of portkeys) await p.gw?.stop();
     await service.stop();
     await baseline?.stop();
-    scraper?.stop();
-    await withMetrics?.stop();
-    await twin?.stop();
     await proxy.stop();
     await proxyKept.stop();
     await upstream.stop();
   }
-}
-
-const METRICS_TOKEN = "bench-metrics-token";
-const METRICS_TARGET = "this service, metrics on (METRICS_TOKEN)";
-const TWIN_TARGET = "this service, a second instance (A/A)";
-
-/** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
-function scrapeEverySecond(url: string): { stop(): void } {
-  const timer = setInterval(() => {
-    fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
-      .then((r) => r.arrayBuffer())
-      .catch(() => {});
-  }, 1000);
-  return { stop: () => clearInterval(timer) };
 }
 
 function nodeVersion(): string {

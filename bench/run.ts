@@ -13,6 +13,7 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   generation: () => import("./generation"),
   revocation: () => import("./revocation"),
   observability: () => import("./observability"),
+  metrics: () => import("./metrics"),
 };
 
 const wanted = process.argv.slice(2);
