@@ -7,7 +7,7 @@
 // more than that:
 // - only the three services are measured, so rounds are many and short;
 // - each round runs the three back to back, in an order that rotates from round to round,
-//   and each target is read against the "off" service's run of the same round (paired);
+//   and each target is read against the services with metrics off in the same round (paired);
 // - each mode gets three new processes: two processes of the same code can differ by a few
 //   percent for as long as they live (where their heaps and compiled code landed), so the
 //   pooled figure averages over five of each rather than resting on one pair;
@@ -174,9 +174,11 @@ export function medianRank(n: number): number {
   return Math.min(k, Math.ceil(n / 2));
 }
 
+const scrapeOnce = (url: string) => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+
 /** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
 async function scrapeEverySecond(url: string): Promise<{ stop(): { done: number; failed: number } }> {
-  const scrape = () => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }).then(async (r) => (await r.arrayBuffer(), r.ok));
+  const scrape = () => scrapeOnce(url).then(async (r) => (await r.arrayBuffer(), r.ok));
   if (!(await scrape())) throw new Error("the service with METRICS_TOKEN did not serve /metrics");
   let done = 0;
   let failed = 0;
@@ -196,7 +198,7 @@ async function scrapeEverySecond(url: string): Promise<{ stop(): { done: number;
 
 /** The sum of gateway_http_requests_total in one scrape: proof that the "on" service counted the load. */
 async function requestsCounted(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  const text = await (await scrapeOnce(url)).text();
   let sum = 0;
   for (const line of text.split("\n")) if (line.startsWith("gateway_http_requests_total{")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
   return sum;

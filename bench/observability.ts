@@ -11,6 +11,8 @@ import { Observability } from "../src/observability/observability";
 import { fmt } from "./lib";
 
 const N = Number(process.env.BENCH_OBS_N ?? 200_000);
+/** The usage sample of one proxied chat completion. */
+const USAGE = { protocol: "chat", provider: "openai", upstreamModel: "gpt-4o-mini", publicModel: "gpt-4o-mini", inputTokens: 11, outputTokens: 5, latencyMs: 20, cost: 0.00001 };
 
 export async function run() {
   const m = new Metrics({ maxModels: 200, maxOrganizations: 200 });
@@ -19,7 +21,7 @@ export async function run() {
     m.request("/v1/chat/completions", "/v1/chat/completions", 200, orgs[i % orgs.length]);
     m.attempt("openai", "gpt-4o-mini", "chat", "ok");
     m.timeToFirstByte("openai", "gpt-4o-mini", "chat", 12.5);
-    m.modelRequest({ protocol: "chat", provider: "openai", upstreamModel: "gpt-4o-mini", publicModel: "gpt-4o-mini", inputTokens: 11, outputTokens: 5, latencyMs: 20, cost: 0.00001 });
+    m.modelRequest(USAGE);
   };
   // The same request as the service observes it: the hooks around the series.
   const o = new Observability(m, undefined, new Map([["openai", "openai"]]));
@@ -31,7 +33,7 @@ export async function run() {
     const call = o.modelCall({ protocol: "chat", publicModel: "gpt-4o-mini", stream: false, request, startedAt: performance.now() });
     call.attempt(candidate, 0).end("ok", 200);
     call.finished({ status: 200, inputTokens: 11, outputTokens: 5, upstreamModel: "gpt-4o-mini", provider: "openai" });
-    m.modelRequest({ protocol: "chat", provider: "openai", upstreamModel: "gpt-4o-mini", publicModel: "gpt-4o-mini", inputTokens: 11, outputTokens: 5, latencyMs: 20, cost: 0.00001 });
+    m.modelRequest(USAGE);
     o.requestFinished(request, surface, "/v1/chat/completions", 200, orgs[i % orgs.length]);
   };
   const rounds = timed(one);
