@@ -10,9 +10,28 @@ import { readdirSync, readFileSync } from "node:fs";
 
 const PR_SET_CHILD_SUBREAPER = 36;
 
-export function becomeSubreaper(): void {
-  const libc = dlopen("libc.so.6", { prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 } });
+const WNOHANG = 1;
+const REAP_EVERY_MS = 100;
+
+/**
+ * Makes this process the subreaper of its descendants. Orphans that end become zombies of
+ * this process, which Bun does not reap (it waits for the processes it spawned only): they
+ * are reaped here, every REAP_EVERY_MS, except `own()` (Bun's children, which Bun reaps).
+ * Without that, a test waiting for a process to disappear from /proc would wait for ever.
+ * Returns a function that stops the reaping.
+ */
+export function becomeSubreaper(own: () => Set<number>): () => void {
+  const libc = dlopen("libc.so.6", {
+    prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
+    waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  });
   if (libc.symbols.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) !== 0) throw new Error("prctl(PR_SET_CHILD_SUBREAPER) failed");
+  const status = new Int32Array(1);
+  const timer = setInterval(() => {
+    const mine = own();
+    for (const p of processes()) if (p.ppid === process.pid && p.state === "Z" && !mine.has(p.pid)) libc.symbols.waitpid(p.pid, status, WNOHANG);
+  }, REAP_EVERY_MS);
+  return () => clearInterval(timer);
 }
 
 interface Proc {

@@ -61,10 +61,13 @@ console.log(`${files.length} test files on ${database === "postgres" ? `PostgreS
 
 // Interrupted (Ctrl-C, CI's time limit): what the set-up started is stopped all the same.
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void prepared.teardown().finally(() => process.exit(130)));
-becomeSubreaper();
+// The processes this one spawned (Bun reaps those); orphans re-parented here are reaped by the subreaper.
+const spawned = new Set<number>(prepared.daemons);
+const stopReaping = becomeSubreaper(() => spawned);
 const before = snapshot({ namespaces: !wanted.length && !passthrough });
 const exitCode = passthrough ? await runPassthrough() : await runFiles();
 const leftovers = await sweepLeftovers(before, prepared.daemons);
+stopReaping();
 await prepared.teardown();
 if (leftovers.length) {
   console.log(`\nthe suite left these behind (now removed):\n${leftovers.map((l) => `  ${l}`).join("\n")}`);
@@ -74,7 +77,8 @@ process.exit(exitCode);
 
 async function runPassthrough(): Promise<number> {
   const proc = Bun.spawn(["bun", "test", "--timeout", TIMEOUT_MS, ...args], { cwd: root, env, stdio: ["inherit", "inherit", "inherit"] });
-  return proc.exited;
+  spawned.add(proc.pid);
+  return proc.exited.finally(() => spawned.delete(proc.pid));
 }
 
 interface Outcome {
@@ -91,6 +95,8 @@ async function runFiles(): Promise<number> {
   const runFile = async (file: string): Promise<Outcome> => {
     const started = performance.now();
     const proc = Bun.spawn(["bun", "test", "--timeout", TIMEOUT_MS, `./${file}`], { cwd: root, stdout: "pipe", stderr: "pipe", env });
+    spawned.add(proc.pid);
+    void proc.exited.finally(() => spawned.delete(proc.pid));
     const [out, err, code] = await Promise.all([outputOf(proc.stdout, proc.exited), outputOf(proc.stderr, proc.exited), proc.exited]);
     const text = out + err;
     const count = (what: string) => Number(text.match(new RegExp(`^\\s*(\\d+) ${what}$`, "m"))?.[1] ?? 0);
