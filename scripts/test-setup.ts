@@ -49,6 +49,9 @@ export interface Prepared {
   teardown(): Promise<void>;
 }
 
+/** Undoes one thing the set-up started. */
+type Stop = () => void | Promise<void>;
+
 const say = (line: string) => console.log(`setup: ${line}`);
 const isRoot = () => process.getuid?.() === 0;
 
@@ -88,7 +91,7 @@ async function waitUntil(check: () => boolean, timeoutMs: number): Promise<boole
 }
 
 /** A PostgreSQL server for the tests: 127.0.0.1:5432 (or TEST_POSTGRES_URL), else a throwaway one. */
-function postgres(stops: (() => void)[]): string {
+function postgres(stops: Stop[]): string {
   const given = process.env.TEST_POSTGRES_URL;
   if (given) return given;
   if (run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]).ok) return "postgres://postgres@127.0.0.1:5432/test";
@@ -125,7 +128,7 @@ function postgres(stops: (() => void)[]): string {
 }
 
 /** A Redis server for the tests: 127.0.0.1:6379 (or TEST_REDIS_URL), else a throwaway one. */
-function redis(stops: (() => void)[]): string {
+function redis(stops: Stop[]): string {
   const given = process.env.TEST_REDIS_URL;
   if (given) return given;
   if (run(["redis-cli", "-h", "127.0.0.1", "-p", "6379", "ping"]).out.includes("PONG")) return "redis://127.0.0.1:6379";
@@ -139,7 +142,7 @@ function redis(stops: (() => void)[]): string {
 }
 
 /** A Docker engine (started without a bridge or iptables rules) and the Debian base image. */
-async function docker(stops: (() => void)[], daemons: Set<number>): Promise<void> {
+async function docker(stops: Stop[], daemons: Set<number>): Promise<void> {
   const answers = () => run(["docker", "info", "--format", "{{.ServerVersion}}"]).ok;
   if (!answers()) {
     if (!isRoot()) fail("no Docker engine answers: start one with 'dockerd --bridge=none --iptables=false'");
@@ -153,9 +156,10 @@ async function docker(stops: (() => void)[], daemons: Set<number>): Promise<void
       fail(`dockerd did not start; its log (${log}):\n${await Bun.file(log).text().then((t) => t.slice(-2000))}`);
     }
     daemons.add(daemon.pid);
-    stops.push(() => {
+    stops.push(async () => {
       daemon.kill("SIGTERM");
-      Bun.spawnSync(["sh", "-c", `for i in $(seq 50); do kill -0 ${daemon.pid} 2>/dev/null || exit 0; sleep 0.2; done; kill -9 ${daemon.pid}`]);
+      if ((await Promise.race([daemon.exited, Bun.sleep(20_000).then(() => "late")])) === "late") daemon.kill("SIGKILL");
+      await daemon.exited;
       rmSync(log, { force: true });
     });
   }
@@ -174,10 +178,10 @@ export async function prepare(files: string[]): Promise<Prepared> {
   if (missing.length) aptInstall(missing);
   const stillMissing = NEEDS.filter((n) => !n.present()).flatMap((n) => n.packages);
   if (stillMissing.length) fail(`still missing after apt-get install: ${stillMissing.join(" ")}`);
-  const stops: (() => void)[] = [];
+  const stops: Stop[] = [];
   const daemons = new Set<number>();
   const teardown = async () => {
-    for (const stop of stops.reverse()) stop();
+    for (const stop of stops.reverse()) await stop();
   };
   try {
     const env = { TEST_POSTGRES_URL: postgres(stops), TEST_REDIS_URL: redis(stops) };
