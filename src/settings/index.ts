@@ -1,5 +1,5 @@
 import { PROVIDER_VARIABLES } from "./providers";
-import { cidrList, corsOrigins, directory, httpUrl, optionalPath, origin, postgresUrl, redisUrl, secretKey } from "./values";
+import { cidrList, corsOrigins, directory, httpUrl, optionalPath, origin, pathOrExisting, postgresUrl, redisUrl, secretKey } from "./values";
 import { duration, durationList, integer, oneOf, optionalInteger, optionalText, text, Variable, yesNo } from "./variable";
 
 export { ConfigError, parseDuration } from "./variable";
@@ -30,7 +30,8 @@ export const SETTINGS = {
   redisUrl: redisUrl("REDIS_URL"),
   /** Enables the admin REST API when set. */
   adminToken: optionalText("ADMIN_TOKEN", { secret: true }),
-  pluginsDir: optionalPath("PLUGINS_DIR"),
+  /** Extra plugins: ./plugins when it exists (a folder PLUGINS_DIR names must exist). */
+  pluginsDir: pathOrExisting("PLUGINS_DIR", "plugins"),
   configFilePath: optionalPath("CONFIG_FILE"),
   logLevel: oneOf("LOG_LEVEL", LOG_LEVELS, "info", { anyCase: true }),
   /** Create organization `default` and print one key when the database is empty. */

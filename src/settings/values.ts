@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Cidr, parseCidrList } from "../egress/ip";
 import { custom, Invalid, matching, type Variable } from "./variable";
@@ -18,6 +19,11 @@ export function directory(name: string, fallback: string): Variable<string> {
 
 export function optionalPath(name: string): Variable<string | undefined> {
   return custom<string | undefined>(name, "a path", (text) => resolve(text), () => undefined);
+}
+
+/** A path that defaults to `fallback` where that exists (relative to the working directory); unset and absent: none. */
+export function pathOrExisting(name: string, fallback: string): Variable<string | undefined> {
+  return custom<string | undefined>(name, "a path", (text) => resolve(text), () => (existsSync(resolve(fallback)) ? resolve(fallback) : undefined));
 }
 
 /** Everything after the last "@": a URL's credentials never reach an error message. */

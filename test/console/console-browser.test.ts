@@ -1,4 +1,4 @@
-// Database-independent: the console's pages in a browser; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the console's pages in a browser; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// Database-independent: the container image, which runs on its own embedded database; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the container image, which runs on its own embedded database; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +16,7 @@ import { freshServerDatabaseUrl } from "../helpers/database";
  *
  * Needs a Docker engine (Debian package docker.io, `dockerd --bridge=none --iptables=false`)
  * and a Debian bookworm base image: GATEWAY_BASE_IMAGE, default gateway-base/debian:bookworm
- * as made by docker/build-base.sh (Debian package debootstrap). .ci/run prepares both.
+ * as made by docker/build-base.sh (Debian package debootstrap). npm test prepares both.
  * Containers use the host network only, on a free port of 127.0.0.1.
  */
 const root = join(import.meta.dir, "../..");
@@ -76,10 +76,10 @@ let dropDatabase: (() => Promise<void>) | undefined;
 let key = "";
 
 beforeAll(async () => {
-  if (!Bun.which("docker")) throw new Error("docker not found: install the Debian package 'docker.io' and start dockerd (.ci/run does both)");
+  if (!Bun.which("docker")) throw new Error("docker not found: install the Debian package 'docker.io' and start dockerd (npm test does both as root)");
   const info = docker(["info", "--format", "{{.ServerVersion}}"]);
   if (info.code !== 0) {
-    throw new Error(`no Docker engine answers on /var/run/docker.sock: start one with 'dockerd --bridge=none --iptables=false' (Debian package 'docker.io'; .ci/run starts it)\n${info.err}`);
+    throw new Error(`no Docker engine answers on /var/run/docker.sock: start one with 'dockerd --bridge=none --iptables=false' (Debian package 'docker.io'; npm test starts it as root)\n${info.err}`);
   }
   if (docker(["image", "inspect", BASE_IMAGE]).code !== 0) {
     throw new Error(`base image ${BASE_IMAGE} is missing: build it with docker/build-base.sh (Debian package 'debootstrap'), or set GATEWAY_BASE_IMAGE to a Debian bookworm image`);

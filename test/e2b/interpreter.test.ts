@@ -1,4 +1,4 @@
-// Database-independent: the code interpreter's kernel in a sandbox; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the code interpreter's kernel in a sandbox; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Sandbox } from "@e2b/code-interpreter";
 import { type E2BContext, startE2B, stopE2B } from "./helpers";

@@ -1,4 +1,4 @@
-// Database-independent: the allocator setting of the process; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the allocator setting of the process; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

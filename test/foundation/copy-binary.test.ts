@@ -1,4 +1,4 @@
-// Database-independent: the COPY encoder, checked against an embedded PGlite of its own; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the COPY encoder, checked against an embedded PGlite of its own; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { PGlite } from "@electric-sql/pglite";
 import { BinaryCopyWriter, base10000Digits, scaledDigits } from "../../src/db/copy-binary";

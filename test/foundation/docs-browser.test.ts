@@ -1,4 +1,4 @@
-// Database-independent: the API reference page in a browser; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the API reference page in a browser; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import puppeteer, { type Browser } from "puppeteer-core";

@@ -1,4 +1,4 @@
-// Database-independent: the source tree's layout; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the source tree's layout; the PostgreSQL pass of npm test leaves it out.
 import { expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// Database-independent: the OpenAPI document and clients generated from it; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the OpenAPI document and clients generated from it; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// Database-independent: the embedded database's worker thread; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the embedded database's worker thread; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -74,15 +74,18 @@ test("the README's example plugin loads from PLUGINS_DIR and serves requests end
   }
 });
 
-test("an external plugin compiled against the public plugin surface loads from PLUGINS_DIR and serves requests", async () => {
-  const pluginsDir = mkdtempSync(join(dir, "external-"));
-  writeFileSync(join(pluginsDir, "acme.ts"), readFileSync(join(import.meta.dir, "../plugins/external-acme.ts"), "utf8"));
-  const configFile = join(dir, "external.json");
+test("the example plugins of plugins/ load from the default PLUGINS_DIR; the example vendor, typed against the public plugin surface, serves requests", async () => {
+  const configFile = join(dir, "example.json");
   const baseURL = `http://127.0.0.1:${upstream.port}/v1`;
-  writeFileSync(configFile, JSON.stringify({ providers: { acme: { plugin: "acme-external", baseURL, apiKey: "sk-ext", models: ["acme-ext"], team: "blue" } } }));
-  const svc = await startTestService({ PLUGINS_DIR: pluginsDir, CONFIG_FILE: configFile });
+  writeFileSync(configFile, JSON.stringify({ providers: { acme: { plugin: "example-vendor", baseURL, apiKey: "sk-ext", models: ["acme-ext"], team: "blue" } } }));
+  // No PLUGINS_DIR: ./plugins of the working directory (the repository's root here).
+  expect(process.cwd()).toBe(join(import.meta.dir, "../.."));
+  const svc = await startTestService({ CONFIG_FILE: configFile });
   try {
-    const instance = svc.server.services.registry.instance("acme", "model");
+    const registry = svc.server.services.registry;
+    expect(registry.plugin("example-vendor")?.source).toBe(join(process.cwd(), "plugins/example-vendor.ts"));
+    expect(registry.plugin("docker-sandbox")?.source).toBe(join(process.cwd(), "plugins/docker-sandbox.ts"));
+    const instance = registry.instance("acme", "model");
     expect(instance?.plugin.definition.serves).toEqual(["chat"]);
     const org = await svc.org();
     const { key } = await svc.key(org);

@@ -1,4 +1,4 @@
-// Database-independent: its two-process tests use the PostgreSQL server in every pass; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: its two-process tests use the PostgreSQL server in every pass; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -121,7 +121,7 @@ test("SIGTERM: requests in flight finish, then the process exits 0", async () =>
   }
 }, 60_000);
 
-test("two processes on one PostgreSQL: a key revoked through one stops working on the other within 1 s", async () => {
+test("two processes on one PostgreSQL: a key revoked through one stops working on the other at once (notified, not polled)", async () => {
   const db = await requireServerDatabase();
   const env = { DATABASE_URL: db.url, ADMIN_TOKEN: "t", BOOTSTRAP: "false", DATA_DIR: join(dir, "two") };
   let a: ServiceProcess | undefined;
@@ -151,7 +151,9 @@ test("two processes on one PostgreSQL: a key revoked through one stops working o
     }
     const elapsed = performance.now() - revokedAt;
     expect(status).toBe(401);
-    expect(elapsed).toBeLessThan(1_000);
+    // The other process polls every 5 s as a fallback; well under that, the notification
+    // did it. Loose, for a loaded machine.
+    expect(elapsed).toBeLessThan(3_000);
   } finally {
     await a?.kill("SIGTERM");
     await b?.kill("SIGTERM");

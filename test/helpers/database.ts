@@ -68,7 +68,7 @@ export function withDatabase(url: string, name: string): string {
 /**
  * A fresh database on a real PostgreSQL server for tests that need one even in the
  * default (PGlite) run: several processes sharing one database. Uses TEST_POSTGRES_URL
- * (set by .ci/run), TEST_DATABASE_URL, else the local server at 127.0.0.1:5432; fails
+ * (set by npm test), TEST_DATABASE_URL, else the local server at 127.0.0.1:5432; fails
  * (never skips) when none answers.
  */
 export async function requireServerDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -98,7 +98,7 @@ export function serverDatabaseUrl(): string {
   return process.env.TEST_POSTGRES_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 }
 
-/** Redis for tests of shared counters: TEST_REDIS_URL (set by .ci/run), else the local default. */
+/** Redis for tests of shared counters: TEST_REDIS_URL (set by npm test), else the local default. */
 export function testRedisUrl(): string {
   return process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 }

@@ -37,7 +37,8 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
   const exited = proc.exited.then(() => {
     for (const w of waiters.splice(0)) w();
   });
-  const waitFor = async (pattern: RegExp, timeoutMs = opts.timeoutMs ?? 30_000) => {
+  // Generous: a first start creates the embedded database, which takes a while on a loaded machine.
+  const waitFor = async (pattern: RegExp, timeoutMs = opts.timeoutMs ?? 90_000) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const m = text.match(pattern);
@@ -48,7 +49,15 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
       await Promise.race([new Promise<void>((r) => waiters.push(r)), Bun.sleep(Math.min(remaining, 200)), exited]);
     }
   };
-  const m = await waitFor(/"msg":"listening","url":"([^"]+)"/);
+  let m: RegExpMatchArray;
+  try {
+    m = await waitFor(/"msg":"listening","url":"([^"]+)"/);
+  } catch (e) {
+    // A service that did not come up in time is still a process: it must not outlive the test.
+    proc.kill("SIGKILL");
+    await proc.exited;
+    throw e;
+  }
   return {
     proc,
     url: m[1],

@@ -1,4 +1,4 @@
-// Database-independent: the embedded database's data directory; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the embedded database's data directory; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// Database-independent: the local backend's namespaces; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the local backend's namespaces; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// Database-independent: the local backend without cgroups; the PostgreSQL pass of .ci/run leaves it out.
+// Database-independent: the local backend without cgroups; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

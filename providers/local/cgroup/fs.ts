@@ -61,3 +61,19 @@ export function removeGroup(dir: string): boolean {
     return (e as NodeJS.ErrnoException).code === "ENOENT";
   }
 }
+
+/**
+ * How long a freeze may take before it counts as failed. The kernel freezes a task when it
+ * next leaves the kernel; on a loaded host that can take seconds.
+ */
+export const FREEZE_TIMEOUT_MS = 10_000;
+
+/** Waits until `frozen()` holds, polling quickly at first; false after `timeoutMs`. */
+export async function waitFrozen(frozen: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  for (let i = 0; !frozen(); i++) {
+    if (performance.now() > deadline) return false;
+    await Bun.sleep(i < 20 ? 1 : 5);
+  }
+  return true;
+}

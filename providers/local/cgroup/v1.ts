@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { signal } from "../procfs";
-import { keyedNumbers, pidsIn, readText, removeGroup, subdirs, write, writeIfPresent } from "./fs";
+import { FREEZE_TIMEOUT_MS, keyedNumbers, pidsIn, readText, removeGroup, subdirs, waitFrozen, write, writeIfPresent } from "./fs";
 import { cpuQuotaUs, mib } from "./paths";
 import type { CgroupLimits, SandboxCgroups } from "./types";
 
@@ -70,12 +70,12 @@ export class CgroupV1 implements SandboxCgroups {
     write(join(cpu, "cpu.cfs_quota_us"), String(cpuQuotaUs(limits.cpuCount, CFS_PERIOD_US)));
   }
 
-  async freeze(name: string): Promise<void> {
+  /** `timeoutMs` is shorter where the freeze is only a help (destroy kills either way). */
+  async freeze(name: string, timeoutMs = FREEZE_TIMEOUT_MS): Promise<void> {
     const dir = this.dir("freezer", name);
     if (!dir) throw new Error("the freezer controller is not mounted");
     write(join(dir, "freezer.state"), "FROZEN");
-    for (let i = 0; i < 400 && !this.frozen(name); i++) await Bun.sleep(i < 20 ? 1 : 5);
-    if (!this.frozen(name)) throw new Error(`cgroup ${name} did not freeze`);
+    if (!(await waitFrozen(() => this.frozen(name), timeoutMs))) throw new Error(`cgroup ${name} did not freeze`);
   }
 
   thaw(name: string): void {
@@ -102,7 +102,7 @@ export class CgroupV1 implements SandboxCgroups {
     for (let round = 0; round < 400; round++) {
       const pids = this.pids(name);
       if (!pids.length) break;
-      if (this.dir("freezer", name) && round < 50) await this.freeze(name).catch(() => {});
+      if (this.dir("freezer", name) && round < 50) await this.freeze(name, 200).catch(() => {});
       for (const pid of pids) signal(pid, "SIGKILL");
       this.thaw(name);
       await Bun.sleep(round < 10 ? 1 : 10);

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { signal } from "../procfs";
-import { keyedNumbers, pidsIn, readText, removeGroup, subdirs, write, writeIfPresent } from "./fs";
+import { FREEZE_TIMEOUT_MS, keyedNumbers, pidsIn, readText, removeGroup, subdirs, waitFrozen, write, writeIfPresent } from "./fs";
 import { cpuQuotaUs, mib, type V2Layout } from "./paths";
 import type { CgroupLimits, SandboxCgroups } from "./types";
 
@@ -75,10 +75,10 @@ export class CgroupV2 implements SandboxCgroups {
     if (this.controllers.includes("cpu")) write(join(dir, "cpu.max"), `${cpuQuotaUs(limits.cpuCount, CPU_PERIOD_US)} ${CPU_PERIOD_US}`);
   }
 
-  async freeze(name: string): Promise<void> {
+  /** `timeoutMs` is shorter where the freeze is only a help (destroy kills either way). */
+  async freeze(name: string, timeoutMs = FREEZE_TIMEOUT_MS): Promise<void> {
     write(join(this.dir(name), "cgroup.freeze"), "1");
-    for (let i = 0; i < 400 && !this.frozen(name); i++) await Bun.sleep(i < 20 ? 1 : 5);
-    if (!this.frozen(name)) throw new Error(`cgroup ${name} did not freeze`);
+    if (!(await waitFrozen(() => this.frozen(name), timeoutMs))) throw new Error(`cgroup ${name} did not freeze`);
   }
 
   thaw(name: string): void {
@@ -101,7 +101,7 @@ export class CgroupV2 implements SandboxCgroups {
     for (let round = 0; round < 400; round++) {
       if (keyedNumbers(readText(join(dir, "cgroup.events"))).get("populated") !== 1 && !this.pids(name).length) break;
       if (!hasKill) {
-        await this.freeze(name).catch(() => {});
+        await this.freeze(name, 200).catch(() => {});
         for (const pid of this.pids(name)) signal(pid, "SIGKILL");
         this.thaw(name);
       }
