@@ -122,7 +122,7 @@ const OverridesSection = Type.Object(
       ),
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 );
 
 /** The `generation` section of CONFIG_FILE: `{ "prices": { "<model>": { "perImage": 0.04 } } }`. */
