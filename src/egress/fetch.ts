@@ -46,8 +46,8 @@ const ORIGIN_BOUND_HEADERS = ["authorization", "cookie", "proxy-authorization"];
 /**
  * fetch() for a URL the service does not control. Throws EgressRefused when a URL or
  * a redirect hop is refused (or the body is too large), a TimeoutError when the exchange
- * does not finish within `timeoutMs` (from the body's reads once the head is here), and
- * fetch's own errors otherwise.
+ * does not finish within `timeoutMs` (here before the head arrives; from the body's reads
+ * after), and fetch's own errors otherwise.
  */
 export async function egressFetch(input: string | URL | Request, init: RequestInit | undefined, policy: EgressPolicy, opts: EgressOptions = {}): Promise<Response> {
   const req = input instanceof Request ? input : undefined;

@@ -37,7 +37,8 @@ function describe(error: ValueError): string {
 /** The closest of `known` to a misspelt `key` (case aside), if any is close enough to be a likely typo. */
 export function closestKey(key: string, known: readonly string[]): string | undefined {
   const lower = known.map((k) => k.toLowerCase());
-  const match = closestMatch(key.toLowerCase(), lower, { maxDistance: Math.max(2, Math.floor(key.length / 3)) });
+  // Short keys tolerate fewer edits: two edits turn any two-letter key into any other.
+  const match = closestMatch(key.toLowerCase(), lower, { maxDistance: key.length <= 3 ? 1 : key.length <= 8 ? 2 : 3 });
   return match === undefined ? undefined : known[lower.indexOf(match)];
 }
 
