@@ -58,7 +58,8 @@ export default definePlugin({
   create(config, ctx): ModelProvider {
     if (!config.apiKey && !config.entraToken) throw new Error(`providers.${ctx.instanceName}: set "apiKey" or "entraToken" (AZURE_OPENAI_API_KEY or AZURE_OPENAI_AD_TOKEN)`);
     const deployments = config.deployments ?? {};
-    const deploymentOf = (model: string) => deployments[model] ?? model;
+    // Own keys only: a request for `azure/constructor` must not find Object.prototype's member.
+    const deploymentOf = (model: string) => (Object.hasOwn(deployments, model) ? deployments[model] : model);
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (config.apiKey) headers["api-key"] = config.apiKey;
     else headers.authorization = `Bearer ${config.entraToken}`;

@@ -97,7 +97,7 @@ function generationApi(base: string, apiKey: string, egress: EgressPolicy): Gene
     if (!op.done) return { status: "processing", job: op.name };
     if (op.error) {
       const msg = op.error.message ?? "";
-      throw new GenerationError(/safety|policy|blocked/i.test(msg) ? "content_policy" : "upstream_error", `video generation failed upstream${msg ? `: ${msg.slice(0, 300)}` : ""}`, false);
+      throw new GenerationError(/safety|policy|blocked/i.test(msg) ? "content_policy" : "upstream_error", "video generation failed upstream", false, msg.slice(0, 300) || undefined);
     }
     const files = [];
     for (const sample of op.response?.generateVideoResponse?.generatedSamples ?? []) {

@@ -112,7 +112,7 @@ function generationApi(baseURL: string, headers: Record<string, string>, types: 
     if (!v.id) throw new GenerationError("upstream_error", "video generation: upstream returned no job id", false);
     if (v.status === "failed") {
       const msg = typeof v.error === "string" ? v.error : v.error?.message;
-      throw new GenerationError(/safety|moderation|policy/i.test(msg ?? "") ? "content_policy" : "upstream_error", `video generation failed upstream${msg ? `: ${msg.slice(0, 300)}` : ""}`, false);
+      throw new GenerationError(/safety|moderation|policy/i.test(msg ?? "") ? "content_policy" : "upstream_error", "video generation failed upstream", false, msg?.slice(0, 300));
     }
     if (v.status !== "completed") return { status: "processing", job: v.id };
     const file = v.url ? await downloadMedia(v.url, media, req.signal, "video/mp4") : await content(v.id, req.signal);

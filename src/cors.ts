@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { requestIdFor } from "./http/request-id";
 import type { CorsOrigins } from "./settings";
 
 const ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
@@ -37,7 +38,8 @@ export function corsPlugin(origins: CorsOrigins) {
     if (path === "/admin" || path.startsWith("/admin/")) return;
     const allow = allowed(origin);
     if (request.method === "OPTIONS" && request.headers.has("access-control-request-method")) {
-      const headers: Record<string, string> = { vary: "origin, access-control-request-headers" };
+      // Answered before the core layer gives requests their id; the spec wants one on every response.
+      const headers: Record<string, string> = { vary: "origin, access-control-request-headers", "x-request-id": requestIdFor(request) };
       if (allow) {
         headers["access-control-allow-origin"] = allow;
         headers["access-control-allow-methods"] = ALLOW_METHODS;

@@ -9,13 +9,13 @@ import { parseArgs } from "node:util";
 import { isSpendPeriod, SPEND_PERIODS, type SpendPeriod } from "./budgets/period";
 import { surfaceScopes } from "./http/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
-import { ConfigError, loadConfig } from "./config";
+import { type Config, loadConfig } from "./config";
 import { DataDirLockedError } from "./db/data-dir";
-import { AdminApiError, openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
+import { openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
 import { routeModules } from "./app";
-import { ConflictError, NotFoundError, scopesProblem } from "./keys/keys";
-import { PluginError } from "./registry/registry";
+import { scopesProblem } from "./keys/keys";
 import { startServer } from "./server";
+import { failureLine } from "./startup-failure";
 
 const SCOPES = surfaceScopes(routeModules.flatMap((m) => m.surfaces));
 
@@ -45,13 +45,16 @@ that service. Configuration is read from the environment; see README.md.
 A spending limit is in USD per period; <p> is daily, weekly, monthly (reset at 00:00 UTC;
 weeks start on Monday) or none (never reset, the default).`;
 
+/** The settings once read: a failure after that is explained with them (which setting names the path that failed). */
+let loaded: Config | undefined;
+
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", sub, ...rest] = argv;
   if (command === "help" || command === "--help" || command === "-h") {
     console.log(USAGE);
     return 0;
   }
-  const config = loadConfig();
+  const config = (loaded = loadConfig());
   if (command === "healthcheck") {
     const res = await fetch(`http://127.0.0.1:${config.port}/healthz`).catch(() => undefined);
     return res?.ok ? 0 : 1;
@@ -235,22 +238,10 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (err) => {
+    // One line saying what to do; the stack only for those who asked for it.
     if (err instanceof UsageError) console.error(`error: ${err.message}\n\n${USAGE}`);
-    else if (err instanceof DataDirLockedError)
-      console.error(
-        `error: ${err.message}. An embedded database has one owner: stop that process first, or give this one a DATA_DIR of its own ` +
-          "(several processes can share one PostgreSQL database through DATABASE_URL).",
-      );
-    else if (
-      err instanceof ConfigError ||
-      err instanceof PluginError ||
-      err instanceof NotFoundError ||
-      err instanceof ConflictError ||
-      err instanceof AdminApiError ||
-      err instanceof ServiceBusyError
-    )
-      console.error(`error: ${err.message}`);
-    else console.error(err);
+    else console.error(failureLine(err, loaded));
+    if (loaded?.logLevel === "debug") console.error(err);
     // 2: the command cannot run as given or now (usage, a busy data directory); 1: it failed.
     const cannotRun = err instanceof UsageError || err instanceof DataDirLockedError || err instanceof ServiceBusyError;
     process.exit(cannotRun ? 2 : 1);

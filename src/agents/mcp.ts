@@ -15,10 +15,19 @@ export class McpConnectionError extends Error {}
 
 /**
  * Largest single response (a JSON answer, or everything on one event stream) read from
- * an MCP server. Threat: a hostile server streaming without end into our memory. Time is
- * bounded by the SDK's request timeout and by the turn, which closes the connections.
+ * an MCP server. Threat: a hostile server streaming without end into our memory.
  */
 const MCP_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Deadline of one HTTP exchange with an MCP server, body included. Threat: a server that
+ * answers a request's head and then trickles (or never ends) its body held that socket
+ * until the session's run ended, however long that was; the SDK's own request timeout
+ * (60 s) gives up on the answer but leaves the exchange open. A standalone event stream
+ * (server-initiated messages, which agents do not use) is cut at this deadline too and
+ * reconnected by the SDK a few times at most.
+ */
+const MCP_EXCHANGE_DEADLINE_MS = 90_000;
 
 /**
  * Connections to the MCP servers (Streamable HTTP) of one loop run. Opened lazily,
@@ -40,7 +49,7 @@ export class McpConnections {
   private guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     let res: Response;
     try {
-      res = await egressFetch(input, init, this.policy, { maxBytes: MCP_MAX_RESPONSE_BYTES });
+      res = await egressFetch(input, init, this.policy, { maxBytes: MCP_MAX_RESPONSE_BYTES, timeoutMs: MCP_EXCHANGE_DEADLINE_MS });
     } catch (e) {
       if (e instanceof EgressRefused) throw new McpConnectionError(`MCP server refused by egress policy: ${e.message}`);
       throw e;

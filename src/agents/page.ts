@@ -36,12 +36,13 @@ export const iso = (d: Date | null): string | null => (d ? d.toISOString() : nul
 export function mergeMetadata(current: Record<string, string>, patch: Record<string, string | null> | null | undefined): Record<string, string> {
   if (patch === undefined) return current;
   if (patch === null) return {};
-  const out = { ...current };
+  // A Map, so a `__proto__` key is a key like any other (assigning it on an object would set the prototype).
+  const out = new Map(Object.entries(current));
   for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k];
-    else out[k] = v;
+    if (v === null) out.delete(k);
+    else out.set(k, v);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 /** Array query parameters as the SDK sends them (`statuses[]=a&statuses[]=b`), plain repeats accepted too. */

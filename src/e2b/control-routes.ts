@@ -23,6 +23,11 @@ const MAX_PAGE = 100;
 /** E2B's template names for the templates we ship under other ids. */
 const TEMPLATE_ALIASES: Record<string, string> = { "code-interpreter-v1": "code_interpreter", "code-interpreter": "code_interpreter" };
 
+/** Threat: a plain lookup answered `constructor` (a client's templateID) with Object.prototype's member. */
+function templateAlias(id: string): string | undefined {
+  return Object.hasOwn(TEMPLATE_ALIASES, id) ? TEMPLATE_ALIASES[id] : undefined;
+}
+
 const hide = { hide: true };
 
 export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens, metrics: MetricsSampler) {
@@ -75,7 +80,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
   const create = async (org: string, body: Record<string, unknown>) => {
     const asked = String(body.templateID);
     // A configured template of that name wins over E2B's alias.
-    const templateID = sandboxes.templates.has(asked) ? asked : (TEMPLATE_ALIASES[asked] ?? asked);
+    const templateID = sandboxes.templates.has(asked) ? asked : (templateAlias(asked) ?? asked);
     return created(
       await sandboxes.create(org, {
         templateID,
@@ -115,7 +120,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
         if (query.order !== undefined && query.order !== "asc" && query.order !== "desc") throw new ApiError(400, "order must be asc or desc");
         let rows = (await sandboxes.list(auth.organizationId)).filter((r) => states.includes(r.status));
         rows = filterRows(rows, query.metadata);
-        if (query.template) rows = rows.filter((r) => r.templateId === query.template || TEMPLATE_ALIASES[query.template!] === r.templateId);
+        if (query.template) rows = rows.filter((r) => r.templateId === query.template || templateAlias(query.template!) === r.templateId);
         if (query.startedAfter) {
           const after = Date.parse(query.startedAfter);
           if (Number.isNaN(after)) throw new ApiError(400, "startedAfter must be a date-time");

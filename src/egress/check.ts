@@ -83,9 +83,14 @@ export async function checkTarget(raw: string, policy: EgressPolicy): Promise<Ch
     if (isAllowListed(parsed.bytes, policy.allow)) continue;
     allowListed = false;
     // One bad answer refuses the whole host: the system may pick any of them later.
-    if (!isPublicAddress(parsed.bytes)) throw new EgressRefused(`url host ${host} is not a public address`);
+    // The operator's way out is named: a self-hoster's receiver on loopback or a private network is common.
+    // Threat: echoing the address a name resolved to would let users map the internal network through the
+    // service's resolver; the message names the host they gave, never what it resolved to.
+    if (!isPublicAddress(parsed.bytes)) {
+      throw new EgressRefused(`url host ${host} is not a public address; to allow internal receivers, the operator lists their address blocks in EGRESS_ALLOW_CIDRS (e.g. 127.0.0.0/8)`);
+    }
   }
-  if (url.protocol === "http:" && !allowListed) throw new EgressRefused("url must use https");
+  if (url.protocol === "http:" && !allowListed) throw new EgressRefused("url must use https (plain http only to addresses in EGRESS_ALLOW_CIDRS)");
 
   const first = parseAddress(candidates[0])!;
   // An IPv4-mapped address is an IPv4 connection; connect to the IPv4 address itself.

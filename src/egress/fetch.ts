@@ -14,14 +14,21 @@
  * - Redirects into the service's network: not followed unless the caller allows hops,
  *   and then each hop is checked and pinned like the first URL; credentials headers are
  *   dropped when a hop leaves the origin.
- * - A target that never answers or streams without end: a deadline for the response
- *   head, the caller's signal, and a byte limit on the body.
+ * - A target that never answers, or answers its head and then trickles its body: one
+ *   deadline for the whole exchange (connect, head and body), after which the request is
+ *   aborted and its socket closed, the caller's signal, and a byte limit on the body.
+ *   A body that is never read would hold its socket until then too: callers cancel what
+ *   they do not read.
  */
 import { type CheckedTarget, checkTarget, type EgressPolicy, EgressRefused } from "./check";
 import { parseAddress } from "./ip";
 
 export interface EgressOptions {
-  /** Deadline for the response head (connect, TLS, redirects, status); the body is bounded by the caller's signal and maxBytes. */
+  /**
+   * Deadline for the whole exchange: connect, TLS, redirects, the head and reading the body.
+   * When it passes the request is aborted (its socket closed) and a read of the body fails
+   * with the TimeoutError. Without it only the caller's signal bounds the exchange.
+   */
   timeoutMs?: number;
   /** Largest response body accepted; a larger one fails with EgressRefused (up front from Content-Length, else while reading). */
   maxBytes?: number;
@@ -38,8 +45,9 @@ const ORIGIN_BOUND_HEADERS = ["authorization", "cookie", "proxy-authorization"];
 
 /**
  * fetch() for a URL the service does not control. Throws EgressRefused when a URL or
- * a redirect hop is refused (or the body is too large), a TimeoutError when the head
- * does not arrive within `timeoutMs`, and fetch's own errors otherwise.
+ * a redirect hop is refused (or the body is too large), a TimeoutError when the exchange
+ * does not finish within `timeoutMs` (here before the head arrives; from the body's reads
+ * after), and fetch's own errors otherwise.
  */
 export async function egressFetch(input: string | URL | Request, init: RequestInit | undefined, policy: EgressPolicy, opts: EgressOptions = {}): Promise<Response> {
   const req = input instanceof Request ? input : undefined;
@@ -47,17 +55,22 @@ export async function egressFetch(input: string | URL | Request, init: RequestIn
   const method = (init?.method ?? req?.method ?? "GET").toUpperCase();
   const headers = new Headers(init?.headers ?? req?.headers);
   const body = init?.body ?? (req?.body ? await req.arrayBuffer() : undefined);
-  const head = new AbortController();
+  const deadline = new AbortController();
   const timer =
-    opts.timeoutMs === undefined ? undefined : setTimeout(() => head.abort(new DOMException(`no response within ${opts.timeoutMs} ms`, "TimeoutError")), opts.timeoutMs);
+    opts.timeoutMs === undefined ? undefined : setTimeout(() => deadline.abort(new DOMException(`no complete response within ${opts.timeoutMs} ms`, "TimeoutError")), opts.timeoutMs);
   const callerSignal = init?.signal ?? req?.signal;
-  const signal = callerSignal ? AbortSignal.any([callerSignal, head.signal]) : head.signal;
+  const signal = callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal;
+  let handedOver = false;
   try {
     for (let hop = 0; ; hop++) {
       const target = await untilAborted(checkTarget(current, policy), signal);
       const res = await pinnedFetch(target, method, headers, hop === 0 ? body : undefined, signal, opts.ca);
       const location = REDIRECTS.has(res.status) ? res.headers.get("location") : null;
-      if (!location || !opts.maxRedirects || (method !== "GET" && method !== "HEAD")) return bounded(res, opts.maxBytes);
+      if (!location || !opts.maxRedirects || (method !== "GET" && method !== "HEAD")) {
+        const guarded = guardBody(res, opts.maxBytes, deadline.signal, () => clearTimeout(timer));
+        handedOver = true;
+        return guarded;
+      }
       await res.body?.cancel().catch(() => {});
       if (hop >= opts.maxRedirects) throw new EgressRefused(`more than ${opts.maxRedirects} redirects`);
       let next: URL;
@@ -70,11 +83,12 @@ export async function egressFetch(input: string | URL | Request, init: RequestIn
       current = next.href;
     }
   } catch (e) {
-    // Bun rejects with the abort reason; make sure a head timeout reads as one.
-    if (head.signal.aborted && !callerSignal?.aborted) throw head.signal.reason;
+    // Bun rejects with the abort reason; make sure a timeout reads as one.
+    if (deadline.signal.aborted && !callerSignal?.aborted) throw deadline.signal.reason;
     throw e;
   } finally {
-    clearTimeout(timer);
+    // Once the response is handed over, the deadline keeps running until its body is done.
+    if (!handedOver) clearTimeout(timer);
   }
 }
 
@@ -105,23 +119,53 @@ function pinnedFetch(target: CheckedTarget, method: string, headers: Headers, bo
   return fetch(connectUrl, { method, headers: sent, body, signal, redirect: "manual", tls } as RequestInit);
 }
 
-/** The response with its body limited to maxBytes. */
-function bounded(res: Response, maxBytes: number | undefined): Response {
-  if (maxBytes === undefined || !res.body || NULL_BODY.has(res.status)) return res;
+/**
+ * The response with its body limited to maxBytes and read under the deadline. `done` runs
+ * once the body is finished with (read to the end, failed, cancelled, or absent), which
+ * stops the deadline; until then the deadline aborts the request, closing its socket.
+ */
+function guardBody(res: Response, maxBytes: number | undefined, deadline: AbortSignal, done: () => void): Response {
+  if (!res.body || NULL_BODY.has(res.status)) {
+    done();
+    return res;
+  }
   const declared = Number(res.headers.get("content-length") ?? NaN);
-  if (declared > maxBytes) {
+  if (maxBytes !== undefined && declared > maxBytes) {
+    done();
     void res.body.cancel().catch(() => {});
     throw new EgressRefused(`response larger than ${maxBytes} bytes (${declared})`);
   }
+  const reader = res.body.getReader();
   let total = 0;
-  const limited = res.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, out) {
-        total += chunk.byteLength;
-        if (total > maxBytes) out.error(new EgressRefused(`response larger than ${maxBytes} bytes`));
-        else out.enqueue(chunk);
+  const finish = (why?: unknown) => {
+    done();
+    return reader.cancel(why).catch(() => {});
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(out) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          done();
+          // Bun fails the read with a plain AbortError; the deadline's own reason says what happened.
+          return out.error(deadline.aborted ? deadline.reason : e);
+        }
+        if (chunk.done) {
+          done();
+          return out.close();
+        }
+        total += chunk.value.byteLength;
+        if (maxBytes !== undefined && total > maxBytes) {
+          void finish();
+          return out.error(new EgressRefused(`response larger than ${maxBytes} bytes`));
+        }
+        out.enqueue(chunk.value);
       },
-    }),
+      cancel: (why) => finish(why),
+    },
+    { highWaterMark: 0 },
   );
-  return new Response(limited, { status: res.status, statusText: res.statusText, headers: res.headers });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }

@@ -1,11 +1,19 @@
 /**
  * A notification POST (registered webhooks, per-task callbacks) through egressFetch:
  * success is a 2xx within the timeout; a redirect is a failure, never followed.
+ *
+ * Threat: a receiver that answers its head at once and then trickles its body (or never
+ * ends it) would hold a socket per delivery for as long as it liked; thousands of events
+ * to it would exhaust the process's file descriptors. The timeout covers the whole
+ * exchange (egressFetch aborts the request when it passes), the answer is read only up to
+ * MAX_DRAIN_BYTES and then cancelled, and the delivery waits for that read, so its worker
+ * slot (per receiver, EVENTS_RECEIVER_CONCURRENCY) bounds the sockets a receiver holds.
  */
 import { type EgressPolicy, EgressRefused } from "./check";
 import { egressFetch } from "./fetch";
 
 export interface PostOptions {
+  /** Deadline of the whole exchange: connect, the answer's head and the bounded read of its body. */
   timeoutMs: number;
   /** Extra trust anchors for https targets (self-hosted internal CAs, tests). */
   ca?: string;
@@ -15,6 +23,7 @@ export interface PostResult {
   /** HTTP status, or undefined when no response arrived. */
   status?: number;
   ok: boolean;
+  /** Time until the answer's status was known. */
   latencyMs: number;
   /** Why it failed (refused target, network error, timeout, redirect, non-2xx). */
   error?: string;
@@ -30,7 +39,8 @@ export async function safePost(url: string, body: Uint8Array | string, headers: 
   try {
     const res = await egressFetch(url, { method: "POST", headers, body }, policy, { timeoutMs: opts.timeoutMs, ca: opts.ca });
     const latencyMs = latency();
-    void drain(res);
+    // The status decides; the answer's body is drained (bounded in size and by the deadline) only to free the connection.
+    await drain(res);
     if (res.status >= 200 && res.status < 300) return { status: res.status, ok: true, latencyMs };
     if (res.status >= 300 && res.status < 400) return { status: res.status, ok: false, latencyMs, error: `redirect (${res.status}) not followed` };
     return { status: res.status, ok: false, latencyMs, error: `receiver answered ${res.status}` };
@@ -42,7 +52,10 @@ export async function safePost(url: string, body: Uint8Array | string, headers: 
   }
 }
 
-/** Reads and drops a bounded part of the response so the connection can be reused. */
+/**
+ * Reads and drops up to MAX_DRAIN_BYTES of the answer, then cancels the rest, which
+ * releases its socket. A read cut by the deadline has already closed the socket.
+ */
 async function drain(res: Response): Promise<void> {
   if (!res.body) return;
   const reader = res.body.getReader();

@@ -7,10 +7,6 @@
 export function lossyCopy(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(lossyCopy);
   if (value === null || typeof value !== "object") return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (k === "data" && typeof v === "string") continue;
-    out[k] = lossyCopy(v);
-  }
-  return out;
+  // fromEntries defines each key, so an upstream's `__proto__` key stays a key instead of setting the prototype.
+  return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (k === "data" && typeof v === "string" ? [] : [[k, lossyCopy(v)]])));
 }

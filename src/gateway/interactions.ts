@@ -50,6 +50,8 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
         const terminal = TERMINAL.has(json.status);
         await remember(json.id, c, terminal, terminal ? json : undefined);
         if (json.status === "in_progress" && typeof json.id === "string") headers.set("location", `${prefix}/interactions/${encodeURIComponent(json.id)}`);
+        // Usage to date of a running Interaction is not metered: its first terminal read counts the whole.
+        if (!terminal) return false;
       },
       async onStreamStart(first, c) {
         // The first event (interaction.created) carries the id.
@@ -58,12 +60,25 @@ export async function createInteraction(g: Gateway, inc: Incoming, body: Record<
       },
     },
   });
-  if (!bounded || res.status !== 200 || !createdBy) return res;
+  if (body.stream === true || res.status !== 200 || !createdBy) return res;
   const text = await res.text();
   const json = parseJson(text);
-  if (json?.status !== "in_progress" || typeof json.id !== "string") return new Response(text, { status: res.status, headers: res.headers });
+  if (!bounded || json?.status !== "in_progress" || typeof json.id !== "string") return withoutPartialOutput(text, json, res);
   await waitWhileInProgress(createdBy, inc, json.id, deadline);
   return getInteraction(g, inc, json.id, prefix);
+}
+
+/**
+ * Spec: non-terminal reads omit partial output and usage. An upstream that reports them
+ * while the Interaction is still running (in_progress, requires_action) has them removed;
+ * terminal answers and anything that is not an Interaction pass unchanged.
+ */
+function withoutPartialOutput(text: string, json: any, res: Response): Response {
+  if (!json || typeof json !== "object" || typeof json.status !== "string" || TERMINAL.has(json.status) || !("outputs" in json || "usage" in json)) {
+    return new Response(text, { status: res.status, headers: res.headers });
+  }
+  const { outputs: _outputs, usage: _usage, ...rest } = json;
+  return new Response(JSON.stringify(rest), { status: res.status, headers: res.headers });
 }
 
 /** Upstream polls during the bounded wait: quick at first, for short Interactions, then every 2 s. */
@@ -136,7 +151,9 @@ export async function getInteraction(g: Gateway, inc: Incoming, id: string, pref
   });
   // Rule 6: the upstream no longer keeps it (retention expired): the stored copy, marked lossy.
   if (res.status === 404 && row.stored) return storedCopy(row.stored);
-  return res;
+  if (res.status !== 200) return res;
+  const text = await res.text();
+  return withoutPartialOutput(text, parseJson(text), res);
 }
 
 function storedCopy(stored: unknown): Response {

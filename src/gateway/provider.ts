@@ -88,6 +88,8 @@ export class GenerationError extends Error {
     message: string,
     /** True when another attempt or candidate may succeed (429, 5xx, network). */
     readonly retryable: boolean,
+    /** The upstream's own words: logged, never shown to the client (a task's error is sanitized). */
+    readonly detail?: string,
   ) {
     super(message);
   }

@@ -138,7 +138,8 @@ export class Router {
   private locate(model: string): { found: Candidate[]; cacheable: boolean } {
     let found: Candidate[] = [];
     let cacheable = true;
-    const route = this.config.routes[model];
+    // Threat: a model named `constructor`, `__proto__` or `toString` found Object.prototype's member as a route (a 500).
+    const route = Object.hasOwn(this.config.routes, model) ? this.config.routes[model] : undefined;
     if (route) {
       found = route.map((e) => this.candidate(e.provider, e.model ?? model, e.weight));
     } else {

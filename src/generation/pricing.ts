@@ -46,23 +46,24 @@ const BUILTIN: Record<string, UnitPrice> = {
 const DEFAULT_SECONDS = 4;
 
 export class GenerationPricing {
-  private readonly prices: Record<string, UnitPrice>;
+  /** Threat: a plain object would price a model named `constructor` or `toString` with Object.prototype's members. */
+  private readonly prices: Map<string, UnitPrice>;
 
   constructor(
     private readonly catalog: Catalog,
     overrides: unknown,
   ) {
-    this.prices = { ...BUILTIN, ...parseOverrides(overrides) };
+    this.prices = new Map(Object.entries({ ...BUILTIN, ...parseOverrides(overrides) }));
   }
 
   /** True when the model has a unit price here. */
   has(model: string): boolean {
-    return model in this.prices;
+    return this.prices.has(model);
   }
 
   /** The generation type a model id is priced as, when the catalog does not say. */
   typeOf(model: string): GenerationType | undefined {
-    return this.prices[model]?.type;
+    return this.prices.get(model)?.type;
   }
 
   estimate(model: string, type: GenerationType, input: Record<string, unknown>): number {
@@ -71,7 +72,7 @@ export class GenerationPricing {
   }
 
   final(model: string, type: GenerationType, usage: GenerationUsage | undefined, input: Record<string, unknown>): number {
-    if (usage && (usage.inputTokens || usage.outputTokens) && !this.prices[model]) {
+    if (usage && (usage.inputTokens || usage.outputTokens) && !this.prices.has(model)) {
       const byTokens = this.catalog.cost(model, { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 });
       if (byTokens !== undefined) return byTokens;
     }
@@ -81,7 +82,7 @@ export class GenerationPricing {
   }
 
   private price(model: string, type: GenerationType, u: { images: number; seconds: number; characters: number }): number | undefined {
-    const p = this.prices[model];
+    const p = this.prices.get(model);
     if (!p) return undefined;
     let cost = p.perRequest ?? 0;
     if (type === "image") cost += (p.perImage ?? 0) * u.images;
@@ -121,7 +122,7 @@ const OverridesSection = Type.Object(
       ),
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 );
 
 /** The `generation` section of CONFIG_FILE: `{ "prices": { "<model>": { "perImage": 0.04 } } }`. */

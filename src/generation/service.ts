@@ -68,7 +68,9 @@ export class Generation {
   resolve(model: string): Resolution {
     const catalog = catalogFor(this.s);
     const names = [model];
-    const route = this.router.routes()[model];
+    // Own keys only: `constructor` or `__proto__` as a model name is not a route.
+    const routes = this.router.routes();
+    const route = Object.hasOwn(routes, model) ? routes[model] : undefined;
     if (route?.[0]?.model) names.push(route[0].model);
     const slash = model.indexOf("/");
     if (slash > 0) names.push(model.slice(slash + 1));

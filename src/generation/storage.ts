@@ -77,6 +77,7 @@ const EXT: Record<string, string> = {
   "video/webm": "webm",
 };
 
+/** Threat: an upstream's content type `constructor` named Object.prototype's member as the extension. */
 export function extensionFor(contentType: string): string {
-  return EXT[contentType] ?? "bin";
+  return Object.hasOwn(EXT, contentType) ? EXT[contentType] : "bin";
 }

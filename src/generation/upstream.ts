@@ -12,11 +12,18 @@ import { GenerationError, type GeneratedFile } from "../gateway/provider";
  */
 export const MAX_MEDIA_BYTES = 256 * 1024 * 1024;
 
-/** A GenerationError for a non-2xx upstream answer; the upstream's message stays in logs and the poll response only. */
+/** How much of an upstream's error answer is read; the rest is cancelled. */
+const ERROR_BODY_BYTES = 16 * 1024;
+
+/**
+ * A GenerationError for a non-2xx upstream answer. The upstream's own words are its
+ * `detail`, which goes to the service's log only: the task's error shows our message
+ * with the status (spec: failures carry a sanitized error).
+ */
 export async function upstreamError(res: Response, what: string): Promise<GenerationError> {
   let detail = "";
   try {
-    const text = (await res.text()).slice(0, 2000);
+    const text = (await readPrefix(res, ERROR_BODY_BYTES)).slice(0, 2000);
     try {
       const j = JSON.parse(text);
       detail = typeof j?.error === "string" ? j.error : (j?.error?.message ?? j?.message ?? text);
@@ -26,13 +33,36 @@ export async function upstreamError(res: Response, what: string): Promise<Genera
   } catch {
     // The body does not matter once the status is known.
   }
-  const msg = `${what}: upstream answered ${res.status}${detail ? `: ${String(detail).slice(0, 300)}` : ""}`;
-  if (res.status === 429) return new GenerationError("rate_limited", msg, true);
-  if (res.status >= 500) return new GenerationError("upstream_error", msg, true);
+  const msg = `${what}: upstream answered ${res.status}`;
+  const said = String(detail).slice(0, 300) || undefined;
+  if (res.status === 429) return new GenerationError("rate_limited", msg, true, said);
+  if (res.status >= 500) return new GenerationError("upstream_error", msg, true, said);
   // Our credentials or account at this provider, not the client's request: another candidate may serve it.
-  if (res.status === 401 || res.status === 403) return new GenerationError("unavailable", msg, true);
-  if (/safety|moderation|content.?policy/i.test(String(detail))) return new GenerationError("content_policy", msg, false);
-  return new GenerationError("invalid_request", msg, false);
+  if (res.status === 401 || res.status === 403) return new GenerationError("unavailable", msg, true, said);
+  if (/safety|moderation|content.?policy/i.test(String(detail))) return new GenerationError("content_policy", msg, false, said);
+  return new GenerationError("invalid_request", msg, false, said);
+}
+
+/**
+ * The first `limit` bytes of a body as text; the rest is cancelled. Threat: an error
+ * answer that never ends (read whole, it grew in memory until the task's deadline).
+ */
+async function readPrefix(res: Response, limit: number): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    while (total < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      total += value.byteLength;
+    }
+  } finally {
+    void reader.cancel().catch(() => {});
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, limit));
 }
 
 /** Reads a response body up to MAX_MEDIA_BYTES; larger bodies fail the generation. */

@@ -160,6 +160,8 @@ export class PredictionWorker {
       }
       const err = e instanceof GenerationError ? e : new GenerationError("unavailable", signal.aborted ? "upstream did not answer within the lease" : `upstream unreachable: ${(e as Error).message}`, true);
       if (!err.retryable || (!row.upstreamJob && row.attempts >= this.g.settings.maxAttempts)) {
+        // The upstream's own words stay in the operator's log; the task shows our message only.
+        if (err.detail) this.log.warn("generation failed upstream", { prediction: row.id, category: err.category, err: err.message, upstream: err.detail });
         await this.g.finish(row, { status: "failed", category: err.category, message: err.message, provider: used?.provider, upstreamModel: used?.model });
         return;
       }
@@ -167,7 +169,7 @@ export class PredictionWorker {
       // Never past the deadline: the task must come up again in time to end as `timeout`.
       const backoff = row.upstreamJob ? this.g.settings.upstreamPollMs : Math.min(this.g.settings.retryBackoffMs * 2 ** (row.attempts - 1), 30_000);
       const delay = Math.min(backoff, Math.max(0, deadline - Date.now()));
-      this.log.warn("generation: transient upstream failure, will retry", { prediction: row.id, err: err.message });
+      this.log.warn("generation: transient upstream failure, will retry", { prediction: row.id, err: err.message, upstream: err.detail });
       await this.g.s.db.execute(sql`update predictions set run_after = now() + make_interval(secs => ${delay / 1000}) where id = ${row.id} and status = 'processing'`);
     }
   }

@@ -6,6 +6,7 @@ import { type AuthContext, authenticate, checkAdmin } from "./auth";
 import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } from "./body";
 import { ApiError, errorBody, errorResponse, toApiError } from "./errors";
 import { modelAccessFields, modelAccessOf } from "./model-access";
+import { unknownPath } from "./not-found";
 import { requestIdFor } from "./request-id";
 import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
 
@@ -186,8 +187,10 @@ export function corePlugin(deps: CoreDeps) {
       if (a.early) return a.early;
     })
     .onError({ as: "global" }, (c) => {
-      const err = toApiError(c.error, c.code);
-      const surface = (c as { surface?: Surface }).surface ?? OPEN_SURFACE;
+      let err = toApiError(c.error, c.code);
+      let surface = (c as { surface?: Surface }).surface ?? OPEN_SURFACE;
+      // A path no surface owns: answered in the shape of the family it was probably meant for, with the fix.
+      if (c.code === "NOT_FOUND" && surface === OPEN_SURFACE && !(c.error instanceof ApiError)) ({ surface, error: err } = unknownPath(c.request.method, c.path, surfaces));
       if (err.status >= 500) log.error("request failed", { requestId: (c as { requestId?: string }).requestId, err: c.error });
       c.set.status = err.status;
       c.set.headers["content-type"] = "application/json";

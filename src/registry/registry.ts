@@ -5,7 +5,7 @@ import type { ConfigFile } from "../config";
 import { PROTOCOLS } from "../gateway/protocols";
 import type { ModelProvider } from "../gateway/provider";
 import type { Logger } from "../log";
-import { sectionProblem } from "../settings/config-section";
+import { closestKey, sectionProblem } from "../settings/config-section";
 import { CAPABILITY_METHODS, SANDBOX_CAPABILITIES, type SandboxBackend } from "../sandboxes/backend";
 import { type ModelPluginDefinition, type PluginContext, type PluginDefinition, PluginDefinitionSchema, type PluginKind, type SandboxPluginDefinition } from "./plugin";
 
@@ -81,7 +81,7 @@ export class Registry {
   addPlugin<A>(mod: unknown, api: A, source: string): LoadedPlugin {
     const definition: unknown = typeof mod === "function" ? mod(api) : mod;
     if (!isDefinition(definition)) {
-      throw new PluginError(sectionProblem(PluginDefinitionSchema, definition, `plugin ${source}`) ?? `plugin ${source}: not a plugin definition`);
+      throw new PluginError(sectionProblem(PluginDefinitionSchema, definition, `plugin ${source}`, { strict: false }) ?? `plugin ${source}: not a plugin definition`);
     }
     const known: readonly string[] = definition.kind === "model" ? PROTOCOLS : SANDBOX_CAPABILITIES;
     const unknownServes = definition.serves.filter((s) => !known.includes(s));
@@ -97,24 +97,29 @@ export class Registry {
 
   private async createInstances(opts: Pick<RegistryOptions, "providers" | "env" | "dataDir" | "log">): Promise<void> {
     const configured = opts.providers ?? {};
-    const wanted: { name: string; pluginName: string; config: unknown; origin: string }[] = [];
+    // `fromFile`: written by the operator, so checked strictly (an unknown key is a typo); a plugin's fromEnv answer is its own.
+    const wanted: { name: string; pluginName: string; config: unknown; origin: string; fromFile: boolean }[] = [];
     for (const [name, entry] of Object.entries(configured)) {
       const { plugin = name, ...config } = entry ?? {};
-      wanted.push({ name, pluginName: String(plugin), config, origin: `config file providers.${name}` });
+      wanted.push({ name, pluginName: String(plugin), config, origin: `CONFIG_FILE providers.${name}`, fromFile: true });
     }
     // Zero configuration: a plugin enabled by its environment variables gets an instance
     // under its own name unless the config file already defines one by that name.
     for (const { definition } of this.plugins.values()) {
-      if (configured[definition.name] || !definition.fromEnv) continue;
+      if (Object.hasOwn(configured, definition.name) || !definition.fromEnv) continue;
       const config = definition.fromEnv(opts.env);
-      if (config !== undefined) wanted.push({ name: definition.name, pluginName: definition.name, config, origin: `environment of plugin ${definition.name}` });
+      if (config !== undefined) wanted.push({ name: definition.name, pluginName: definition.name, config, origin: `environment of plugin ${definition.name}`, fromFile: false });
     }
     for (const w of wanted) {
       const plugin = this.plugins.get(w.pluginName);
-      if (!plugin) throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}" (known: ${[...this.plugins.keys()].join(", ") || "none"})`);
+      if (!plugin) {
+        const known = [...this.plugins.keys()];
+        const near = closestKey(w.pluginName, known);
+        throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}"${near ? ` (did you mean "${near}"?)` : ""}; known: ${known.join(", ") || "none"}`);
+      }
       // Defaults first, so an omitted optional setting is not reported as missing.
       const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));
-      const problem = sectionProblem(plugin.definition.configSchema, config, `${w.origin} (plugin ${plugin.source})`);
+      const problem = sectionProblem(plugin.definition.configSchema, config, `${w.origin} (plugin ${plugin.source})`, { strict: w.fromFile });
       if (problem) throw new PluginError(problem);
       const ctx: PluginContext = { instanceName: w.name, log: opts.log.child({ provider: w.name }), dataDir: opts.dataDir, env: opts.env };
       this.instances.set(w.name, await instantiate(w.name, plugin, config, ctx));

@@ -12,8 +12,9 @@ export function sandboxServiceOf(s: Services): SandboxService {
   let svc = services.get(s);
   if (!svc) {
     svc = new SandboxService(s.db, s.registry, loadTemplates(s.config.file, (backend) => {
-      const inst = s.registry.instance(backend, "sandbox");
-      return inst ? (inst.plugin.definition.templateFields ?? {}) : undefined;
+      // An instance that is not configured (e2b without its key) still has a plugin of that name whose fields are known.
+      const definition = s.registry.instance(backend, "sandbox")?.plugin.definition ?? s.registry.plugin(backend)?.definition;
+      return definition?.kind === "sandbox" ? (definition.templateFields ?? {}) : undefined;
     }), s.log.child({ module: "sandboxes" }));
     const observe = observabilityFor(s);
     svc.observe = observe;

@@ -74,6 +74,9 @@ export const DEFAULT_TEMPLATES: Record<string, Omit<SharedTemplate, "id"> & Reco
   },
 };
 
+/** The `sandboxes` section: templates only (each checked below, with its backend's fields). */
+const SandboxesSection = Type.Object({ templates: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: false });
+
 /** The fields every template has, whatever its backend. */
 const SHARED_FIELDS = {
   backend: Type.String({ minLength: 1 }),
@@ -89,11 +92,13 @@ const SHARED_FIELDS = {
 
 /**
  * The templates of CONFIG_FILE over the defaults, each checked against the shared fields
- * plus those its backend's plugin declares (`fieldsOf`; undefined when that backend is
- * not configured, and then its fields cannot be known: they are let through, and the
- * template is reported unavailable).
+ * plus those its backend's plugin declares (`fieldsOf`; undefined when no sandbox plugin
+ * has that name, and then its fields cannot be known: they are let through, and the
+ * template is reported unavailable). A key neither declares is refused.
  */
 export function loadTemplates(file: ConfigFile, fieldsOf: (backend: string) => TProperties | undefined = () => undefined): Map<string, SandboxTemplate> {
+  const problem = file.sandboxes === undefined ? undefined : sectionProblem(SandboxesSection, file.sandboxes, "CONFIG_FILE sandboxes");
+  if (problem) throw new ConfigError(problem);
   const section = (file.sandboxes as { templates?: Record<string, unknown> } | undefined)?.templates ?? {};
   const merged: Record<string, unknown> = { ...DEFAULT_TEMPLATES, ...section };
   const out = new Map<string, SandboxTemplate>();

@@ -171,7 +171,9 @@ describe("the request goes to the checked address", () => {
     const result = await safePost(`http://sneaky.test:${rx.port}/`, "{}", {}, local, { timeoutMs: 2000 });
     expect(result.ok).toBe(false);
     expect(result.status).toBeUndefined();
-    expect(result.error).toBe("refused: url host sneaky.test is not a public address");
+    // Names the setting that would allow it, never the address the name resolved to.
+    expect(result.error).toBe("refused: url host sneaky.test is not a public address; to allow internal receivers, the operator lists their address blocks in EGRESS_ALLOW_CIDRS (e.g. 127.0.0.0/8)");
+    expect(result.error).not.toContain("10.0.0.7");
     expect(rx.received.length).toBe(before);
   });
 

@@ -101,3 +101,18 @@ test("SIGKILL during writes: a restart on the same data dir finds every committe
     await second.kill("SIGTERM");
   }
 });
+
+test("a start-up failure is one line on stderr, without the bundle's source or a stack", () => {
+  const run = (env: Record<string, string>) => {
+    const r = Bun.spawnSync([binary], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: "0", HOST: "127.0.0.1", ...env }, stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode, stderr: r.stderr.toString() };
+  };
+  const file = join(dir, "not-a-directory");
+  writeFileSync(file, "");
+  const dataDir = run({ DATA_DIR: join(file, "data") });
+  expect(dataDir.code).toBe(1);
+  expect(dataDir.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/^error: DATA_DIR .*not-a-directory\/data: cannot mkdir .* \(ENOTDIR\); set DATA_DIR to a directory/)]);
+  const database = run({ DATABASE_URL: "postgres://gateway:hunter2@127.0.0.1:1/gateway" });
+  expect(database.code).toBe(1);
+  expect(database.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/^error: cannot reach the database at DATABASE_URL \(postgres:\/\/gateway:\*\*\*@127\.0\.0\.1:1\/gateway\): .*ECONNREFUSED/)]);
+});

@@ -55,6 +55,17 @@ describe("CORS_ORIGINS unset (every origin)", () => {
     });
   }
 
+  test("a preflight answer carries X-Request-ID like every response (a sane inbound one echoed)", async () => {
+    const res = await preflight(svc, "/v1/chat/completions", SDK_HEADERS.openai);
+    expect(res.status).toBe(204);
+    expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
+    const echoed = await svc.fetch("/v1/messages", {
+      method: "OPTIONS",
+      headers: { origin: ORIGIN, "access-control-request-method": "POST", "x-request-id": "trace-42" },
+    });
+    expect(echoed.headers.get("x-request-id")).toBe("trace-42");
+  });
+
   test("an actual cross-origin request gets the allow-origin header and may read x-request-id", async () => {
     const res = await svc.fetch("/v1/chat/completions", {
       method: "POST",
@@ -130,6 +141,7 @@ describe("CORS_ORIGINS as a list", () => {
     expect(ok.headers.get("vary")).toContain("origin");
     const other = await preflight(svc, "/v1/chat/completions", "authorization,content-type", "https://evil.example");
     expect(other.status).toBe(204);
+    expect(other.headers.get("x-request-id")).toMatch(/^req_/);
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     expect(other.headers.get("access-control-allow-headers")).toBeNull();
     const actual = await svc.fetch("/v1/models", { headers: { origin: ORIGIN, authorization: `Bearer ${key}` } });

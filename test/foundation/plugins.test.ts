@@ -121,7 +121,7 @@ test("a plugin whose definition fails the schema stops start-up naming the file 
 
 test("an instance whose configuration fails the plugin's schema names the entry, the file and the field", async () => {
   const { dir: d, promise } = load({ "acme.ts": readmeExample() }, { acme: { plugin: "acme", baseURL: "ftp://nope", apiKey: "k" } });
-  await expect(promise).rejects.toThrow(`config file providers.acme (plugin ${join(d, "acme.ts")}): field "baseURL"`);
+  await expect(promise).rejects.toThrow(`CONFIG_FILE providers.acme (plugin ${join(d, "acme.ts")}): field "baseURL"`);
   const unknown = load({}, { x: { plugin: "nope" } });
   await expect(unknown.promise).rejects.toThrow(/unknown plugin "nope"/);
 });

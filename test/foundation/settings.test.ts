@@ -121,7 +121,13 @@ test("one wording for every structured section: where, the field, and what would
   expect(sectionProblem(schema, { mode: "a" }, "CONFIG_FILE x")).toBeUndefined();
   expect(sectionProblem(schema, { mode: "c" }, "CONFIG_FILE x")).toBe('CONFIG_FILE x: field "mode": must be one of "a", "b"');
   expect(sectionProblem(schema, { mode: "a", n: 0 }, "CONFIG_FILE x")).toBe('CONFIG_FILE x: field "n": Expected integer to be greater or equal to 1');
-  expect(sectionProblem(schema, { mode: "a", extra: 1 }, "CONFIG_FILE x")).toStartWith('CONFIG_FILE x: field "extra": Unexpected property');
+  // Unknown keys are refused with what is known there, and the closest key when one is near.
+  expect(sectionProblem(schema, { mode: "a", extra: 1 }, "CONFIG_FILE x")).toBe('CONFIG_FILE x: field "extra": unknown setting; known here: mode, n');
+  expect(sectionProblem(schema, { Mode: "a" }, "CONFIG_FILE x")).toBe('CONFIG_FILE x: field "Mode": unknown setting (did you mean "mode"?); known here: mode, n');
+  // Also where the schema leaves additionalProperties unsaid (plugin settings); not for values that are not configuration.
+  const open = Type.Object({ baseURL: Type.String() });
+  expect(sectionProblem(open, { baseURL: "x", baseUrl: "y" }, "p")).toBe('p: field "baseUrl": unknown setting (did you mean "baseURL"?); known here: baseURL');
+  expect(sectionProblem(open, { baseURL: "x", baseUrl: "y" }, "p", { strict: false })).toBeUndefined();
   expect(sectionProblem(schema, 5, "CONFIG_FILE x")).toBe('CONFIG_FILE x: field "(root)": Expected object');
 });
 

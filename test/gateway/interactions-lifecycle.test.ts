@@ -29,7 +29,10 @@ let key: string;
 let keyId: string;
 
 function interaction(id: string, job: Job) {
-  if (Date.now() < job.doneAt) return { id, status: "in_progress", model: "gemini-2.5-flash", background: true };
+  // A running Interaction as this upstream reports it: with what it produced so far and usage to date.
+  if (Date.now() < job.doneAt) {
+    return { id, status: "in_progress", model: "gemini-2.5-flash", background: true, outputs: [{ type: "text", text: "partial" }], usage: { total_input_tokens: 7, total_tokens: 7 } };
+  }
   return {
     id,
     status: "completed",
@@ -134,6 +137,29 @@ test("the official SDK's create sees in_progress and polls it with interactions.
     return got.status === "completed" ? got : undefined;
   }, 15_000);
   expect(done.outputs?.[0]?.text).toBe('done: "sdk work"');
+}, 30_000);
+
+test("non-terminal answers omit the upstream's partial outputs and usage (create and reads); terminal ones keep them", async () => {
+  slowMs = 2_500;
+  const created = await create({ model: "gemini-2.5-flash", input: "partial work", background: true });
+  expect(created.status).toBe(200);
+  const body = await created.json();
+  expect(body).toEqual({ id: body.id, status: "in_progress", model: "gemini-2.5-flash", background: true });
+  const read = await svc.fetch(`/v1beta/interactions/${encodeURIComponent(body.id)}`, { headers: { "x-goog-api-key": key } });
+  expect(read.headers.get("location")).toBe(`/v1beta/interactions/${encodeURIComponent(body.id)}`);
+  expect(await read.json()).toEqual({ id: body.id, status: "in_progress", model: "gemini-2.5-flash", background: true });
+  // A synchronous create whose bounded wait ends while it runs: the same.
+  slowMs = 6_000;
+  const waited = await (await create({ model: "gemini-2.5-flash", input: "partial sync" })).json();
+  expect(waited.status).toBe("in_progress");
+  expect(waited.outputs).toBeUndefined();
+  expect(waited.usage).toBeUndefined();
+  const done = await eventually(async () => {
+    const j = await (await svc.fetch(`/v1beta/interactions/${encodeURIComponent(body.id)}`, { headers: { "x-goog-api-key": key } })).json();
+    return j.status === "completed" ? j : undefined;
+  }, 10_000);
+  expect(done.outputs[0].text).toBe('done: "partial work"');
+  expect(done.usage).toEqual({ total_input_tokens: 7, total_output_tokens: 3, total_tokens: 10 });
 }, 30_000);
 
 test("background and store:false creates are forwarded as sent, without the bounded wait", async () => {

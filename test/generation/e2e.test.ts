@@ -96,7 +96,9 @@ describe("asynchronous image generation", () => {
     expect(done.status).toBe("failed");
     expect(done.outputs).toBeNull();
     expect(done.error.category).toBe("content_policy");
-    expect(done.error.message).toContain("400");
+    expect(done.error.message).toBe("image generation: upstream answered 400");
+    // The upstream's own words reach the operator's log, never the client.
+    expect(JSON.stringify(done)).not.toContain("safety system");
   });
 
   test("an upstream 5xx is retried, then fails cleanly", async () => {
@@ -105,6 +107,8 @@ describe("asynchronous image generation", () => {
     const done = await pollUntilDone(created.json.urls.get, key, 20_000);
     expect(done.status).toBe("failed");
     expect(done.error.category).toBe("upstream_error");
+    expect(done.error.message).toBe("image generation: upstream answered 500");
+    expect(JSON.stringify(done)).not.toContain("meltdown");
     // GENERATION_MAX_ATTEMPTS (3) attempts, with backoff in between.
     expect(upstreamCalls(mock, "/v1/images/generations").length - before).toBe(3);
   });
@@ -158,7 +162,8 @@ describe("speech and video", () => {
     const done = await pollUntilDone(created.json.urls.get, key);
     expect(done.status).toBe("failed");
     expect(done.error.category).toBe("upstream_error");
-    expect(done.error.message).toContain("video generation failed upstream");
+    expect(done.error.message).toBe("video generation failed upstream");
+    expect(JSON.stringify(done)).not.toContain("could not be rendered");
   });
 
   test("a job that never finishes upstream ends in timeout after GENERATION_TIMEOUT", async () => {
