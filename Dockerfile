@@ -9,7 +9,7 @@
 # Run: the service is root in the container (sandboxed code never is), and sandboxes
 # need these privileges (README, "Container image", says why each one is needed):
 #   docker run -p 8080:8080 -v gateway-data:/data \
-#     --cap-add SYS_ADMIN --cap-add SYS_PTRACE \
+#     --cap-add SYS_ADMIN --cap-add SYS_PTRACE --cap-add NET_ADMIN \
 #     --security-opt seccomp=docker/seccomp.json --security-opt apparmor=unconfined \
 #     --security-opt systempaths=unconfined --cgroupns private gateway
 # compose.yaml is the same as a Compose service. Without them the service runs, and a
@@ -18,11 +18,12 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
 
 # bubblewrap runs the sandboxes; util-linux (essential, already in the base) brings
-# nsenter, setpriv and prlimit. The sandbox root is the image's own /usr, /bin and /lib
-# (read-only), so what is installed here is what sandboxed code gets: python3 for the
-# code_interpreter template, ca-certificates for TLS clients.
+# nsenter, setpriv, prlimit and unshare. Sandbox networks (README, "Sandbox networks"):
+# passt (pasta), nftables, iproute2, and socat for ports from outside. The sandbox root is
+# the image's own /usr, /bin and /lib (read-only), so what is installed here is what
+# sandboxed code gets: python3 for the code_interpreter template, ca-certificates for TLS clients.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap ca-certificates python3 \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap ca-certificates python3 passt nftables iproute2 socat \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /data
 

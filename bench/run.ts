@@ -1,5 +1,6 @@
 // `npm run bench [part ...]`: runs the benchmark parts (all by default) and prints
-// Markdown tables to paste into docs/benchmarks.md. Benchmarks talk only to 127.0.0.1.
+// Markdown tables to paste into docs/benchmarks.md. Benchmarks talk only to 127.0.0.1, and the
+// sandbox network part to a test host in a network namespace it makes (198.51.100.x).
 export {};
 
 const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {

@@ -4,6 +4,7 @@
 // same run: spawning `echo hi` directly on the host, and a one-shot `bwrap ... echo hi`
 // (what a design that starts a new bwrap per command would pay per command). The E2B
 // SDK's create + first command goes through the E2B surface against the spec's API.
+// Sandbox networks: bench/sandbox-network.ts.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { startServer } from "../src/server";
 import { pidsInNamespace, procStat } from "../providers/local/procfs";
 import { Sandbox } from "e2b";
 import { fmt, percentile, benchDatabase } from "./lib";
+import { networkBench } from "./sandbox-network";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -205,6 +207,11 @@ export async function run() {
     console.log(`| host processes per sandbox | ${fmt(procs / IDLE, 1)} |`);
     console.log(`| memory per idle sandbox (PSS of its processes) | ${fmt(pss / IDLE / 1024, 2)} MiB |`);
     console.log(`| total PSS of ${IDLE} sandboxes | ${fmt(pss / 1024, 1)} MiB |`);
+    for (const sid of created.splice(0)) await call("DELETE", `/sandboxes/${sid}`);
+    await networkBench(async (env) => {
+      const svc = await benchService(db.url, env);
+      return { call: svc.call, close: svc.close };
+    });
   } finally {
     for (const sid of created) await call("DELETE", `/sandboxes/${sid}`).catch(() => {});
     await close();

@@ -30,6 +30,10 @@ const NEEDS: Need[] = [
   { packages: ["iproute2"], present: has("ip") },
   { packages: ["passt"], present: has("pasta") },
   { packages: ["nftables"], present: has("nft") },
+  // Ports from outside: the relay into a sandbox's namespace; a TLS proxy and clients in its tests.
+  { packages: ["socat"], present: has("socat") },
+  { packages: ["curl"], present: has("curl") },
+  { packages: ["openssl"], present: has("openssl") },
   // The console and /docs in a real browser.
   { packages: ["chromium"], present: () => existsSync("/usr/bin/chromium") },
   // The container image: an engine, and a base image made without a registry.

@@ -67,8 +67,14 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
     dispatch: (request: Request): Promise<Response> => app.handle(request),
     observe: observabilityFor(s),
   };
-  // CORS first: a preflight is answered before authentication (it never carries credentials).
-  let app = new Elysia().use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core));
+  // Modules' front doors first (a sandbox's host name: the sandbox's requests, CORS preflights included).
+  let app = new Elysia();
+  for (const m of modules) {
+    const front = m.front?.(s);
+    if (front) app = app.use(front) as unknown as typeof app;
+  }
+  // CORS next: a preflight is answered before authentication (it never carries credentials).
+  app = app.use(corsPlugin(s.config.corsOrigins)).use(corePlugin(core)) as unknown as typeof app;
   for (const m of modules) {
     const routes = m.routes(s);
     const takesBodies = !m.rawBodies && routes.routes.some((r) => r.method !== "GET" && r.method !== "HEAD");

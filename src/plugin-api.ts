@@ -7,15 +7,19 @@
  */
 import { Type } from "@sinclair/typebox";
 import { egressPolicyFromEnv } from "./egress";
+import { inCidr, parseAddress, parseCidr, RESERVED_V4 } from "./egress/ip";
 import { openAICompatible } from "./gateway/openai-compatible";
 import { clientHeader, GenerationError, httpProvider } from "./gateway/provider";
 import { downloadMedia, mediaType, readMedia, sniffImage, upstreamError } from "./generation/upstream";
 import { definePlugin, HOSTED_MODEL_ID } from "./registry/plugin";
 import { BackendError, CANCELLED_MARKER } from "./sandboxes/backend";
 import { DEFAULT_RESOURCES } from "./sandboxes/templates";
+import { domainAllowed, opensNetwork } from "./sandboxes/network";
 
 export type { Static, TObject, TSchema } from "@sinclair/typebox";
 export type { EgressPolicy } from "./egress";
+export type { Cidr } from "./egress/ip";
+export type { EgressRules } from "./sandboxes/network";
 export type { OpenAICompatibleVendor } from "./gateway/openai-compatible";
 export type { Protocol } from "./gateway/protocols";
 export type {
@@ -45,6 +49,7 @@ export type {
   SandboxCapability,
   SandboxFilesystem,
   SandboxLifecycle,
+  SandboxNetworking,
   SandboxPause,
   SandboxProcesses,
   SandboxResources,
@@ -60,14 +65,20 @@ export {
   clientHeader,
   DEFAULT_RESOURCES,
   definePlugin,
+  domainAllowed,
   downloadMedia,
   egressPolicyFromEnv,
   GenerationError,
   HOSTED_MODEL_ID,
   httpProvider,
+  inCidr,
   mediaType,
   openAICompatible,
+  opensNetwork,
+  parseAddress,
+  parseCidr,
   readMedia,
+  RESERVED_V4,
   sniffImage,
   Type,
   upstreamError,
@@ -80,14 +91,20 @@ export const pluginApi = {
   clientHeader,
   DEFAULT_RESOURCES,
   definePlugin,
+  domainAllowed,
   downloadMedia,
   egressPolicyFromEnv,
   GenerationError,
   HOSTED_MODEL_ID,
   httpProvider,
+  inCidr,
   mediaType,
   openAICompatible,
+  opensNetwork,
+  parseAddress,
+  parseCidr,
   readMedia,
+  RESERVED_V4,
   sniffImage,
   Type,
   upstreamError,

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type CreateSpec, type DirEntry, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -12,6 +12,9 @@ import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { pauseBySignals, resumeBySignals } from "./pause";
 import { procStat, signal } from "./procfs";
 import { spawnStreaming } from "./spawn";
+import { LocalNetworks, NETWORK_TOOLS } from "./network";
+import { Relays } from "./network/relays";
+import type { Upstream } from "./network/upstream";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -48,6 +51,8 @@ export interface LocalOptions {
   /** Resources of a template that sets none (see templates.ts). */
   defaultResources: SandboxResources;
   log: Logger;
+  /** Sandboxes get a network namespace each (network/); undefined under SANDBOX_NETWORK=off: none has a network. */
+  network?: { upstreams: Upstream[]; operatorAllow: Cidr[] };
 }
 
 export const OUTPUT_MARKER = (stream: string, n: number) => `\n[${stream} truncated: output exceeded ${n} bytes]\n`;
@@ -67,7 +72,7 @@ const HOST_TOOLS: [string, string][] = [
  * operations join its cgroup and namespaces (nsenter) instead of starting a new bwrap
  * each time, which keeps a command round trip to a few milliseconds.
  */
-export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
+export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, SandboxNetworking {
   /**
    * The service must run as root: it gives each sandbox its own host uid, it joins
    * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
@@ -80,8 +85,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
   private readonly filling = new Map<string, Promise<void>>();
   private closed = false;
   private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
+  private readonly net: LocalNetworks | undefined;
+  private readonly relays = new Relays();
 
-  constructor(private readonly opts: LocalOptions) {}
+  constructor(private readonly opts: LocalOptions) {
+    this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
+  }
 
   /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
   private cgroupSetup(): { cgroups?: SandboxCgroups; problem?: string } {
@@ -106,7 +115,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
 
   /** The first missing host program, named with the Debian package that provides it. */
   private missingTool(): string | undefined {
-    for (const [tool, pkg] of HOST_TOOLS) {
+    for (const [tool, pkg] of this.opts.network ? [...HOST_TOOLS, ...NETWORK_TOOLS] : HOST_TOOLS) {
       if (this.tools.has(tool)) continue;
       const path = Bun.which(tool, { PATH: this.opts.path ?? process.env.PATH ?? "" });
       if (!path) return `the local sandbox backend needs '${tool}', which is not installed: install the Debian package '${pkg}'`;
@@ -118,7 +127,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
   private tool(name: string): string {
     const missing = this.missingTool();
     if (missing) throw new BackendError(503, missing);
-    return this.tools.get(name)!;
+    const found = this.tools.get(name) ?? Bun.which(name, { PATH: this.opts.path ?? process.env.PATH ?? "" });
+    // A tool only some calls need (socat, for ports from outside, when sandboxes have no network).
+    if (!found) throw new BackendError(503, `the local sandbox backend needs '${name}' for this, which is not installed: install the Debian package '${NETWORK_TOOLS.find(([t]) => t === name)?.[1] ?? name}'`);
+    this.tools.set(name, found);
+    return found;
   }
 
   templateProblem(template: LocalTemplate): string | undefined {
@@ -162,6 +175,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
       warm.state.resources = resources;
     }
     const started = warm ?? (await this.start(spec.template, spec.sandboxId, resources));
+    // Its rules are in force before its first command runs.
+    if (this.net) await this.net.apply(spec.sandboxId, dir, this.cgroupJoin(started.state), spec.network ?? NO_EGRESS).catch(async (e) => {
+      await this.destroyDir(spec.sandboxId, started.state);
+      throw e;
+    });
     // From here on the sandbox outlives the service.
     started.release();
     this.refill(spec.template);
@@ -169,7 +187,9 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
   }
 
   private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups });
+    const net = this.net;
+    const network = net && { prepare: (dir: string) => net.prepare(dir), discard: (dir: string) => net.release(dirName, dir) };
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups, network });
   }
 
   /** A started, unused sandbox of this template, if the warm pool has a live one. */
@@ -209,6 +229,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     this.closed = true;
     await Promise.all(this.filling.values());
     for (const pool of this.pool.values()) for (const w of pool.splice(0)) await this.destroyDir(w.dir, w.state);
+    this.net?.close();
     // Sandboxes outlive the service and keep the parent group; an empty one goes.
     this.cgroupState?.cgroups?.removeParentIfEmpty();
   }
@@ -221,6 +242,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
       signal(s.initPid, "SIGKILL");
       for (let i = 0; i < 200 && procStat(s.initPid)?.startTime === s.initStart && procStat(s.initPid)?.state !== "Z"; i++) await Bun.sleep(5);
     }
+    this.relays.forget(dir);
+    await this.net?.release(dir, join(this.opts.root, dir));
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 
@@ -253,10 +276,15 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     return s;
   }
 
+  /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
+  private cgroupJoin(s: LocalState): string[] {
+    return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []);
+  }
+
   /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
   private enterArgs(s: LocalState, command: string[]): string[] {
     return [
-      ...joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []),
+      ...this.cgroupJoin(s),
       // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
       // in the sandbox's user namespace, so setuid-root binaries gain nothing.
       ...this.limitArgs(s.resources),
@@ -298,7 +326,26 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
     if (!s.cgroup || !this.cgroups || s.host !== HOST_ID || !this.cgroups.exists(s.cgroup)) return undefined;
     const cpu = this.cgroups.cpuUsageUs(s.cgroup);
     const mem = this.cgroups.memoryBytes(s.cgroup);
-    return cpu === undefined || mem === undefined ? undefined : { cpuUsageUs: cpu, memoryBytes: mem };
+    if (cpu === undefined || mem === undefined) return undefined;
+    const net = this.net?.bytes(s.initPid);
+    return { cpuUsageUs: cpu, memoryBytes: mem, ...(net ? { networkRxBytes: net.rx, networkTxBytes: net.tx } : {}) };
+  }
+
+  async setNetwork(id: string, state: BackendState, rules: EgressRules): Promise<void> {
+    const s = this.live(id, state);
+    if (!this.net) {
+      if (opensNothing(rules)) return;
+      throw new BackendError(409, "sandboxes on this service have no network (SANDBOX_NETWORK=off)");
+    }
+    if (!existsSync(this.net.path(join(this.opts.root, id)))) throw new BackendError(409, `sandbox ${id} was started without a network of its own (SANDBOX_NETWORK was off); create a new sandbox`);
+    await this.net.apply(id, join(this.opts.root, id), this.cgroupJoin(s), rules);
+  }
+
+  /** A relay to `port` on the sandbox's loopback (network/relays.ts), in its cgroup and namespace, as its host uid. */
+  portSocket(id: string, state: BackendState, port: number): Promise<string> {
+    const s = this.live(id, state);
+    const prefix = [...this.cgroupJoin(s), this.tool("nsenter"), "-t", String(s.initPid), "--net", "--"];
+    return this.relays.socket(id, port, { prefix, socat: this.tool("socat"), dir: join(this.opts.root, id, "ports"), hostUid: s.hostUid });
   }
 
   private runner(s: LocalState): RunScript {
@@ -372,6 +419,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
       const state = readState(join(this.opts.root, name));
       if (liveIds.has(name)) {
         if (state?.cgroup) keepGroups.add(state.cgroup);
+        await this.net?.restore(name, join(this.opts.root, name));
         continue;
       }
       this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
@@ -386,6 +434,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields> {
       await cg!.destroy(group);
     }
   }
+}
+
+const NO_EGRESS: EgressRules = { internet: false, allowCidrs: [], allowDomains: [], denyCidrs: [] };
+
+function opensNothing(r: EgressRules): boolean {
+  return !r.internet && !r.allowCidrs.length && !r.allowDomains.length;
 }
 
 function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {

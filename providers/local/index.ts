@@ -1,6 +1,7 @@
 import { join } from "node:path";
-import { DEFAULT_RESOURCES, definePlugin, Type } from "../../src/plugin-api";
+import { DEFAULT_RESOURCES, definePlugin, egressPolicyFromEnv, Type } from "../../src/plugin-api";
 import { LocalBackend, type LocalLimits } from "./backend";
+import { parseUpstreams, systemUpstreams } from "./network/upstream";
 import { localTemplateFields } from "./template";
 
 /**
@@ -50,8 +51,8 @@ export const DEFAULT_LIMITS: LocalLimits = {
 export default definePlugin({
   kind: "sandbox",
   name: "local",
-  description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net, cgroup), each in a cgroup of its own",
-  serves: ["processes", "filesystem", "pause"],
+  description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net, cgroup), each in a cgroup of its own, with a network under an egress policy (pasta, nftables)",
+  serves: ["processes", "filesystem", "pause", "network"],
   templateFields: localTemplateFields,
   configSchema,
   // Zero configuration on by default; SANDBOX_LOCAL=off disables it, and
@@ -66,6 +67,11 @@ export default definePlugin({
       defaultResources: DEFAULT_RESOURCES,
       log: ctx.log,
       path: config.toolPath ?? ctx.env.PATH,
+      // SANDBOX_NETWORK=off: no namespace, no pasta; every sandbox has its loopback only.
+      network:
+        ctx.env.SANDBOX_NETWORK === "off"
+          ? undefined
+          : { upstreams: ctx.env.SANDBOX_DNS_SERVERS ? parseUpstreams(ctx.env.SANDBOX_DNS_SERVERS) : systemUpstreams(), operatorAllow: egressPolicyFromEnv(ctx.env).allow },
     });
   },
 });

@@ -45,6 +45,8 @@ export function prepareSandboxDir(root: string, id: string): { dir: string; etc:
   writeFileSync(join(etc, "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:${SANDBOX_HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
   writeFileSync(join(etc, "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
   writeFileSync(join(etc, "hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n", { mode: 0o644 });
+  // The sandbox's resolver (pasta forwards its 127.0.0.1:53 to the service); without a network nothing answers there.
+  writeFileSync(join(etc, "resolv.conf"), "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n", { mode: 0o644 });
   return { dir, etc };
 }
 

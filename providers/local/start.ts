@@ -21,6 +21,8 @@ export interface StartOptions {
   setpriv: string;
   bwrap: string;
   cgroups: SandboxCgroups | undefined;
+  /** Makes the network namespace to start in (network/), returning the argv prefix that enters it; none: bwrap's own, loopback only. */
+  network?: { prepare: (dir: string) => Promise<string[]>; discard: (dir: string) => Promise<void> };
 }
 
 export interface Started {
@@ -30,13 +32,15 @@ export interface Started {
 }
 
 /** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
-function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number }): string[] {
+function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number; resolv: number }, network: boolean): string[] {
   const disk = String(r.diskSizeMB * MIB);
   return [
     // Threats: host processes, host network (the service and its database listen on
     // 127.0.0.1), System V IPC, hostname and the host's cgroup tree. New user, pid, mount,
-    // ipc, uts, net and cgroup namespaces; the sandbox's loopback is its own.
+    // ipc, uts, net and cgroup namespaces; the sandbox's loopback is its own. With a
+    // network, the net namespace is the one the service made (bwrap starts inside it).
     "--unshare-all",
+    ...(network ? ["--share-net"] : []),
     "--unshare-user",
     "--unshare-cgroup",
     "--uid", String(SANDBOX_UID),
@@ -52,6 +56,7 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
     "--ro-bind-data", String(etcFds.passwd), "/etc/passwd",
     "--ro-bind-data", String(etcFds.group), "/etc/group",
     "--ro-bind-data", String(etcFds.hosts), "/etc/hosts",
+    "--ro-bind-data", String(etcFds.resolv), "/etc/resolv.conf",
     "--proc", "/proc",
     "--dev", "/dev",
     // Threat: filling the host's memory or disk through files. Every writable place is
@@ -96,14 +101,16 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
   };
   let proc: ReturnType<typeof Bun.spawn> | undefined;
   try {
-    const etc = { passwd: 4, group: 5, hosts: 6 };
-    writeFileSync(join(paths.dir, "bwrap.args"), `${bwrapArgs(o.template, o.resources, etc).join("\0")}\0`, { mode: 0o600 });
-    const stdio = [open(join(paths.dir, "bwrap.args")), open(join(paths.etc, "passwd")), open(join(paths.etc, "group")), open(join(paths.etc, "hosts"))];
+    const enterNetwork = o.network ? await o.network.prepare(paths.dir) : [];
+    const etc = { passwd: 4, group: 5, hosts: 6, resolv: 7 };
+    writeFileSync(join(paths.dir, "bwrap.args"), `${bwrapArgs(o.template, o.resources, etc, !!o.network).join("\0")}\0`, { mode: 0o600 });
+    const stdio = [open(join(paths.dir, "bwrap.args")), ...["passwd", "group", "hosts", "resolv.conf"].map((f) => open(join(paths.etc, f)))];
     const argv = [
       // Into the sandbox's cgroup first, as root; everything below inherits it, and
       // bwrap's cgroup namespace is rooted there.
       ...joinCgroupArgs(cgroup && o.cgroups ? o.cgroups.procsFiles(cgroup) : []),
       ...o.limitArgs,
+      ...enterNetwork,
       // bwrap itself runs unprivileged, as the sandbox's own host uid.
       o.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, "--clear-groups", "--",
       // The sandbox's pid 1 is a copy of this process: its command line is all that
@@ -149,6 +156,7 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
       for (const c of childrenOf(proc.pid)) signal(c, "SIGKILL");
     }
     if (o.cgroups && cgroup) await o.cgroups.destroy(cgroup).catch(() => {});
+    await o.network?.discard(paths.dir).catch(() => {});
     rmSync(paths.dir, { recursive: true, force: true });
     throw e;
   }

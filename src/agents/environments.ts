@@ -2,6 +2,7 @@ import { and, desc, eq, isNull, lt } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
+import { checkAllowList } from "../sandboxes/network";
 import { iso, mergeMetadata, type Page, pageOf } from "./page";
 import { type EnvironmentRow, agentEnvironments } from "./schema";
 
@@ -9,7 +10,8 @@ import { type EnvironmentRow, agentEnvironments } from "./schema";
  * How a session's tools run. `config` follows the SDK's cloud config (`networking`,
  * `packages`) plus one field of ours: `template`, the sandbox template (and so the
  * backend) the session's sandbox is created from (default `base`).
- * Networking defaults to none: `limited` with no allowed hosts.
+ * Networking defaults to none: `limited` with no allowed hosts. It becomes the session
+ * sandbox's network (packages.ts sessionNetwork).
  */
 export interface EnvironmentConfig {
   type: "cloud";
@@ -43,7 +45,7 @@ export function normalizeConfig(input: any, templates: Set<string>, current?: En
         ? { type: "unrestricted" }
         : {
             type: "limited",
-            allowed_hosts: input.networking.allowed_hosts ?? [],
+            allowed_hosts: checkAllowList("config.networking.allowed_hosts", input.networking.allowed_hosts),
             allow_mcp_servers: input.networking.allow_mcp_servers ?? false,
             allow_package_managers: input.networking.allow_package_managers ?? false,
           };

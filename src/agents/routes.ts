@@ -135,7 +135,7 @@ export function agentRoutes(s: Services) {
         tags: ["environments"],
         operationId: "createEnvironment", ...responds({ 200: EnvironmentSchema }), summary: "Create an environment",
         description:
-          "`config.template` (ours) picks the sandbox template, and so the backend, of sessions' sandboxes (default `base`). `config.packages` are installed when a session's sandbox starts. Networking defaults to none (`limited`, no hosts); the local backend has no network at all.",
+          "`config.template` (ours) picks the sandbox template, and so the backend, of sessions' sandboxes (default `base`). `config.networking` is the session sandbox's network (`unrestricted`: the internet under the service's deny ranges; `limited`, the default: only `allowed_hosts`, plus package registries and MCP servers when allowed). `config.packages` install when a session's sandbox starts, from the operator's registries; the log is a `session.packages_installed` event.",
       },
     })
     .get("/v1/environments", async ({ auth, query }) =>

@@ -21,8 +21,8 @@ type Resolved =
 
 export type Confirmation = { result: "allow" | "deny"; deny_message?: string | null };
 
-/** What a pending tool use comes to: wait for the user, or its result (and events it caused) to record. */
-export type ToolStep = { wait: true } | { wait?: false; result: NewSessionEvent; outbox: NewEvent[]; toolMs: number };
+/** What a pending tool use comes to: wait for the user, or its result (and events it caused) to record; `before`: session events recorded ahead of the result (a new sandbox's package installs). */
+export type ToolStep = { wait: true } | { wait?: false; result: NewSessionEvent; outbox: NewEvent[]; toolMs: number; before?: NewSessionEvent[] };
 
 function resolveTool(agent: AgentRow, modelName: string): Resolved | undefined {
   const tools = agent.tools as unknown as AgentTool[];
@@ -112,9 +112,9 @@ export class SessionTools {
   async step(use: SessionEventRow, confirmation: Confirmation | undefined): Promise<ToolStep> {
     if (use.type === "agent.custom_tool_use") return { wait: true };
     const r = this.agent ? resolveTool(this.agent, modelToolName(use)) : undefined;
-    const done = (out: ToolOutcome, outbox: NewEvent[] = [], toolMs = 0): ToolStep => {
+    const done = (out: ToolOutcome, outbox: NewEvent[] = [], toolMs = 0, before?: NewSessionEvent[]): ToolStep => {
       if (toolMs && r) observabilityFor(this.s)?.toolCall(r.kind, r.name, !out.isError, toolMs);
-      return { result: resultEvent(use, out), outbox, toolMs };
+      return { result: resultEvent(use, out), outbox, toolMs, ...(before?.length ? { before } : {}) };
     };
     if (!r || r.kind === "custom") return done({ text: `tool '${String(use.payload.name)}' is not available to this agent`, isError: true });
     if (r.policy === "always_ask" && !confirmation) return { wait: true };
@@ -122,8 +122,8 @@ export class SessionTools {
     const input = (use.payload.input ?? {}) as Record<string, any>;
     const started = performance.now();
     if (r.kind === "builtin") {
-      const { out, outbox } = await this.runBuiltin(r.name, input);
-      return done(out, outbox, performance.now() - started);
+      const { out, outbox, before } = await this.runBuiltin(r.name, input);
+      return done(out, outbox, performance.now() - started, before);
     }
     let out: ToolOutcome;
     try {
@@ -140,12 +140,16 @@ export class SessionTools {
    * result is recorded (the history closes the tool use as interrupted). On shutdown or a
    * lost lease the tool use stays open for the next owner.
    */
-  private async runBuiltin(name: string, input: Record<string, any>): Promise<{ out: ToolOutcome; outbox: NewEvent[] }> {
+  private async runBuiltin(name: string, input: Record<string, any>): Promise<{ out: ToolOutcome; outbox: NewEvent[]; before?: NewSessionEvent[] }> {
     const agent = this.agent!;
     const prepare = async (sandboxId: string) => {
       for (const h of this.hooks) await h.prepareSandbox?.(this.s, agent, sandboxId);
     };
-    const sandboxId = await ensureSandbox(this.s, this.session, await this.environment(), prepare);
+    const env = await this.environment();
+    const mcpUrls = (agent.mcpServers as unknown as McpServer[]).map((m) => m.url);
+    const { sandboxId, installed } = await ensureSandbox(this.s, this.session, env, mcpUrls, prepare);
+    // A new sandbox's installs go into the session's events before the tool's result.
+    const before: NewSessionEvent[] = installed?.length ? [{ type: "session.packages_installed", payload: { packages: env.packages, log: installed } }] : [];
     const started = performance.now();
     const out = await runBuiltin(this.s, this.session.organizationId, sandboxId, name, input, this.signal);
     const durationMs = Math.round(performance.now() - started);
@@ -153,7 +157,7 @@ export class SessionTools {
     const outbox: NewEvent[] = [];
     const run = { session: this.session, agent, sandboxId, name, input, out, durationMs };
     for (const h of this.hooks) if (h.afterBuiltinRun) outbox.push(...(await h.afterBuiltinRun(this.s, run)));
-    return { out, outbox };
+    return { out, outbox, before };
   }
 
   private async environment(): Promise<EnvironmentConfig> {

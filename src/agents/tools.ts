@@ -4,6 +4,7 @@ import { ApiError } from "../http/errors";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import type { EnvironmentConfig } from "./environments";
+import { type InstallStep, installPackages, PackageInstallError, sessionNetwork } from "./packages";
 import { agentSessions, type SessionRow } from "./schema";
 
 /** What a tool hands back to the model (and records as the result event). */
@@ -56,23 +57,28 @@ const abs = (p: string) => posix.resolve(HOME, p);
 /**
  * The session's own sandbox: created from the environment on first use, kept for the
  * session (its id is stored on the session row), resumed when it was paused for
- * idleness, and replaced when it is gone (TTL reached, lost in a crash). `prepare` runs
- * once on each new sandbox, after the packages (the agent's skills are written there).
+ * idleness, and replaced when it is gone (TTL reached, lost in a crash). Its network is
+ * the environment's (packages.ts); `prepare` runs once on each new sandbox, after the
+ * packages (the agent's skills are written there). Returns the install log of a new
+ * sandbox (none when it was there already).
  */
-export async function ensureSandbox(s: Services, session: SessionRow, env: EnvironmentConfig, prepare?: (sandboxId: string) => Promise<void>): Promise<string> {
+export async function ensureSandbox(s: Services, session: SessionRow, env: EnvironmentConfig, mcpServerUrls: string[], prepare?: (sandboxId: string) => Promise<void>): Promise<{ sandboxId: string; installed?: InstallStep[] }> {
   const svc = sandboxServiceOf(s);
   if (session.sandboxId) {
     try {
       const row = await svc.get(session.organizationId, session.sandboxId);
-      if (row.status === "running") return row.id;
-      if (row.status === "paused") return (await svc.connect(session.organizationId, row.id, s.config.agents.sandboxTimeoutSec)).id;
+      if (row.status === "running") return { sandboxId: row.id };
+      if (row.status === "paused") return { sandboxId: (await svc.connect(session.organizationId, row.id, s.config.agents.sandboxTimeoutSec)).id };
     } catch (e) {
       if (!(e instanceof ApiError && e.status === 404)) throw e;
     }
   }
-  const row = await svc.create(session.organizationId, { templateID: env.template, timeout: s.config.agents.sandboxTimeoutSec, metadata: { session_id: session.id } });
+  const row = await svc.create(session.organizationId, { templateID: env.template, timeout: s.config.agents.sandboxTimeoutSec, metadata: { session_id: session.id }, network: sessionNetwork(s, env, mcpServerUrls) });
+  let installed: InstallStep[];
   try {
-    await installPackages(s, session.organizationId, row.id, env);
+    installed = await installPackages(s, session.organizationId, row.id, env).catch((e) => {
+      throw e instanceof PackageInstallError ? new SandboxSetupError(`installing environment packages failed: ${e.message}`) : e;
+    });
     await prepare?.(row.id);
   } catch (e) {
     // A sandbox without its packages (or skills) is not kept: the next tool call starts over.
@@ -81,27 +87,11 @@ export async function ensureSandbox(s: Services, session: SessionRow, env: Envir
   }
   await s.db.update(agentSessions).set({ sandboxId: row.id }).where(eq(agentSessions.id, session.id));
   session.sandboxId = row.id;
-  return row.id;
+  return { sandboxId: row.id, installed };
 }
 
 /** The session's sandbox could not be prepared (e.g. a package install failed): the turn ends with this message. */
 export class SandboxSetupError extends Error {}
-
-/** Package installs at sandbox start; they need the environment's networking to reach a registry. */
-async function installPackages(s: Services, org: string, sandboxId: string, env: EnvironmentConfig): Promise<void> {
-  const p = env.packages;
-  const commands: [string, string[]][] = [];
-  if (p.apt.length) commands.push(["apt-get", ["install", "-y", ...p.apt]]);
-  if (p.pip.length) commands.push(["pip", ["install", ...p.pip]]);
-  if (p.npm.length) commands.push(["npm", ["install", "-g", ...p.npm]]);
-  if (p.cargo.length) commands.push(["cargo", ["install", ...p.cargo]]);
-  if (p.gem.length) commands.push(["gem", ["install", ...p.gem]]);
-  if (p.go.length) for (const g of p.go) commands.push(["go", ["install", g]]);
-  for (const [cmd, args] of commands) {
-    const r = await sandboxServiceOf(s).exec(org, sandboxId, { cmd, args, timeout: 600 });
-    if (r.exitCode !== 0) throw new SandboxSetupError(`installing environment packages failed: ${cmd} ${args.join(" ")} exited ${r.exitCode}: ${clip(r.stderr || r.stdout).slice(0, 2000)}`);
-  }
-}
 
 /** Runs one built-in tool in the sandbox. Failures the model can react to are results with isError. */
 /** `signal`: the turn was interrupted; a running command is killed (exit code 130). */

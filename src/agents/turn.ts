@@ -119,7 +119,7 @@ export class Turn {
         continue;
       }
       this.timing.toolMs += step.toolMs;
-      return { kind: "append", events: [step.result], outbox: step.outbox };
+      return { kind: "append", events: [...(step.before ?? []), step.result], outbox: step.outbox };
     }
     if (waiting.length) return idle({ type: "requires_action", event_ids: waiting });
     if (!a.needsModel) return idle({ type: "end_turn" });

@@ -1,7 +1,8 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { eq } from "drizzle-orm";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { and, desc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { SecretBox } from "../events/secrets";
+import { sandboxes } from "../sandboxes/schema";
 import { e2bAccessTokens } from "./schema";
 
 /**
@@ -14,10 +15,34 @@ import { e2bAccessTokens } from "./schema";
  * a key is configured.
  */
 const VERIFIED_MS = 2000;
+/** Running sandboxes a signed URL without a sandbox id is checked against, at most (the newest first). */
+const MAX_SIGNATURE_SEARCH = 10_000;
+
+/** What a token opens: everything (envd's token), or the sandbox's ports only (its traffic token). */
+export type TokenKind = "envd" | "traffic";
+
+/**
+ * The traffic token of a sandbox, derived from its envd token: it opens the sandbox's
+ * ports from outside (E2B's `trafficAccessToken`, for `allowPublicTraffic: false`) and
+ * the code interpreter, never envd. Threat: a token handed to a web app's users (to
+ * reach the app a sandbox serves) giving them the sandbox's commands and files.
+ */
+export function trafficToken(envdToken: string): string {
+  return createHmac("sha256", envdToken).update("traffic-access-token").digest("base64url");
+}
+
+/**
+ * E2B's signature of a file URL (the SDK's `downloadUrl`/`uploadUrl`, `secure` sandboxes):
+ * `v1_` + base64 sha256 of `path:operation:user:token[:expiration]`, padding dropped.
+ */
+export function fileSignature(path: string, operation: "read" | "write", user: string, token: string, expiration?: number): string {
+  const raw = expiration === undefined ? `${path}:${operation}:${user}:${token}` : `${path}:${operation}:${user}:${token}:${expiration}`;
+  return `v1_${createHash("sha256").update(raw).digest("base64").replace(/=+$/, "")}`;
+}
 
 export class AccessTokens {
   /** Recently verified tokens: a data-plane call should not cost a database round trip. */
-  private readonly verified = new Map<string, { hash: string; organizationId: string; at: number }>();
+  private readonly verified = new Map<string, { hash: string; trafficHash: string; organizationId: string; at: number }>();
 
   constructor(
     private readonly db: Db,
@@ -43,17 +68,49 @@ export class AccessTokens {
     return this.box.open(stored.tokenSealed, sandboxId);
   }
 
-  /** The organization a valid token acts for, or undefined. */
+  /** The organization a valid envd token acts for, or undefined. */
   async verify(sandboxId: string, token: string | null): Promise<string | undefined> {
+    const found = await this.check(sandboxId, token);
+    return found?.kind === "envd" ? found.organizationId : undefined;
+  }
+
+  /** Which of the sandbox's tokens this is (envd's, or its traffic token), and its organization. */
+  async check(sandboxId: string, token: string | null): Promise<{ organizationId: string; kind: TokenKind } | undefined> {
     if (!token || token.length > 256) return undefined;
     const h = hash(token);
-    const cached = this.verified.get(sandboxId);
-    if (cached && performance.now() - cached.at < VERIFIED_MS) return same(cached.hash, h) ? cached.organizationId : undefined;
-    const [row] = await this.db.select().from(e2bAccessTokens).where(eq(e2bAccessTokens.sandboxId, sandboxId));
-    if (!row) return undefined;
-    if (this.verified.size > 10_000) this.verified.clear();
-    this.verified.set(sandboxId, { hash: row.tokenHash, organizationId: row.organizationId, at: performance.now() });
-    return same(row.tokenHash, h) ? row.organizationId : undefined;
+    let known = this.verified.get(sandboxId);
+    if (!known || performance.now() - known.at >= VERIFIED_MS) {
+      const [row] = await this.db.select().from(e2bAccessTokens).where(eq(e2bAccessTokens.sandboxId, sandboxId));
+      if (!row) return undefined;
+      if (this.verified.size > 10_000) this.verified.clear();
+      known = { hash: row.tokenHash, trafficHash: hash(trafficToken(this.box.open(row.tokenSealed, sandboxId))), organizationId: row.organizationId, at: performance.now() };
+      this.verified.set(sandboxId, known);
+    }
+    if (same(known.hash, h)) return { organizationId: known.organizationId, kind: "envd" };
+    if (same(known.trafficHash, h)) return { organizationId: known.organizationId, kind: "traffic" };
+    return undefined;
+  }
+
+  /**
+   * The organization of a signed file URL's sandbox, when the signature is the one its
+   * envd token makes and has not expired. `sandboxId` undefined (a URL made with
+   * `sandboxUrl`, which names no sandbox): the running sandboxes are tried, newest first.
+   */
+  async signed(sandboxId: string | undefined, q: { path: string; operation: "read" | "write"; user: string; signature: string; expiration?: number }): Promise<{ organizationId: string; sandboxId: string } | undefined> {
+    if (!q.signature.startsWith("v1_") || q.signature.length > 100) return undefined;
+    if (q.expiration !== undefined && q.expiration * 1000 < Date.now()) return undefined;
+    const rows = await this.db
+      .select({ sandboxId: e2bAccessTokens.sandboxId, organizationId: e2bAccessTokens.organizationId, tokenSealed: e2bAccessTokens.tokenSealed })
+      .from(e2bAccessTokens)
+      .innerJoin(sandboxes, eq(sandboxes.id, e2bAccessTokens.sandboxId))
+      .where(sandboxId ? and(eq(e2bAccessTokens.sandboxId, sandboxId), eq(sandboxes.status, "running")) : eq(sandboxes.status, "running"))
+      .orderBy(desc(sandboxes.id))
+      .limit(MAX_SIGNATURE_SEARCH);
+    for (const row of rows) {
+      const expected = fileSignature(q.path, q.operation, q.user, this.box.open(row.tokenSealed, row.sandboxId), q.expiration);
+      if (expected.length === q.signature.length && timingSafeEqual(Buffer.from(expected), Buffer.from(q.signature))) return { organizationId: row.organizationId, sandboxId: row.sandboxId };
+    }
+    return undefined;
   }
 }
 

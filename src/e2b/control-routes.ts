@@ -1,10 +1,12 @@
 import { Elysia, t } from "elysia";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
+import type { NetworkRequest } from "../sandboxes/network";
+import type { SandboxNetworks } from "../sandboxes/network-service";
 import type { SandboxRow } from "../sandboxes/schema";
 import { CLIENT_ID, type SandboxService } from "../sandboxes/service";
 import { resolveResources } from "../sandboxes/templates";
-import type { AccessTokens } from "./access-token";
+import { type AccessTokens, trafficToken } from "./access-token";
 import { type MetricsSampler } from "./metrics";
 
 /**
@@ -30,7 +32,11 @@ function templateAlias(id: string): string | undefined {
 
 const hide = { hide: true };
 
-export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens, metrics: MetricsSampler) {
+/**
+ * `domain`: SANDBOX_DOMAIN, the base of `<port>-<sandboxID>.<domain>` (host-routing.ts);
+ * answered as each sandbox's `domain`, from which the SDK builds `getHost(port)`.
+ */
+export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNetworks, tokens: AccessTokens, metrics: MetricsSampler, domain: string | undefined) {
   /** The sandbox as E2B describes it at create and connect: with the envd credentials. */
   const created = async (row: SandboxRow) => {
     const token = await tokens.tokenFor(row.organizationId, row.id);
@@ -40,9 +46,10 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
       clientID: CLIENT_ID,
       envdVersion: ENVD_VERSION,
       envdAccessToken: token,
-      // The code interpreter SDK sends this one (and not the envd token) on context calls.
-      trafficAccessToken: token,
-      domain: null,
+      // For the sandbox's ports with allowPublicTraffic false, and sent by the code
+      // interpreter SDK on its context calls; it does not open envd (access-token.ts).
+      trafficAccessToken: trafficToken(token),
+      domain: domain ?? null,
     };
   };
 
@@ -62,7 +69,9 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
       memoryMB: res.memoryMB,
       diskSizeMB: res.diskSizeMB,
       envdVersion: ENVD_VERSION,
-      domain: null,
+      domain: domain ?? null,
+      allowInternetAccess: row.network?.allowInternetAccess ?? null,
+      ...(row.network ? { network: { allowOut: row.network.allowOut, denyOut: row.network.denyOut, allowPublicTraffic: row.network.allowPublicTraffic, ...(row.network.maskRequestHost ? { maskRequestHost: row.network.maskRequestHost } : {}) } } : {}),
       volumeMounts: [],
     };
   };
@@ -87,6 +96,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
         timeout: timeoutOf(body.timeout, false),
         metadata: stringMap("metadata", body.metadata),
         envVars: stringMap("envVars", body.envVars),
+        network: networkOf(body),
       }),
     );
   };
@@ -97,6 +107,8 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
       timeout: t.Optional(t.Unknown()),
       metadata: t.Optional(t.Unknown()),
       envVars: t.Optional(t.Unknown()),
+      allow_internet_access: t.Optional(t.Unknown()),
+      network: t.Optional(t.Unknown()),
     },
     { additionalProperties: true },
   );
@@ -196,6 +208,17 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
       body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })),
       detail: hide,
     })
+    .put(
+      "/sandboxes/:id/network",
+      async ({ auth, params, body, set }) => {
+        await live(auth.organizationId, params.id);
+        const b = (body ?? {}) as Record<string, unknown>;
+        await networks.update(auth.organizationId, params.id, { allowInternetAccess: b.allow_internet_access as boolean | undefined, allowOut: b.allowOut as string[] | undefined, denyOut: b.denyOut as string[] | undefined });
+        set.status = 204;
+        return null;
+      },
+      { body: t.Optional(t.Object({ allow_internet_access: t.Optional(t.Unknown()), allowOut: t.Optional(t.Unknown()), denyOut: t.Optional(t.Unknown()) }, { additionalProperties: true })), detail: hide },
+    )
     .get(
       "/sandboxes/:id/metrics",
       async ({ auth, params }) => {
@@ -216,6 +239,28 @@ export function e2bControlRoutes(sandboxes: SandboxService, tokens: AccessTokens
     set.status = row.status === "paused" ? 201 : 200;
     return created(after);
   }
+}
+
+/**
+ * E2B's network options of a create (`allow_internet_access`, `network`); undefined when it
+ * has none, so the template's or the operator's default applies. `rules`, `egressProxy`
+ * and `httpsPorts` are refused rather than ignored: the sandbox would not do what they ask.
+ */
+function networkOf(body: Record<string, unknown>): NetworkRequest | undefined {
+  const n = body.network;
+  if (body.allow_internet_access === undefined && (n === undefined || n === null)) return undefined;
+  if (n !== undefined && n !== null && (typeof n !== "object" || Array.isArray(n))) throw new ApiError(400, "network must be an object");
+  const net = (n ?? {}) as Record<string, unknown>;
+  for (const unsupported of ["rules", "egressProxy", "httpsPorts"]) {
+    if (net[unsupported] !== undefined && net[unsupported] !== null) throw new ApiError(400, `network.${unsupported} is not supported by this service`);
+  }
+  return {
+    allowInternetAccess: body.allow_internet_access as boolean | undefined,
+    allowOut: net.allowOut as string[] | undefined,
+    denyOut: net.denyOut as string[] | undefined,
+    allowPublicTraffic: net.allowPublicTraffic as boolean | undefined,
+    maskRequestHost: net.maskRequestHost as string | undefined,
+  };
 }
 
 function timeoutOf(v: unknown, required: boolean): number | undefined {

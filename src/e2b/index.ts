@@ -2,10 +2,11 @@ import { secretBoxFor } from "../events/secrets";
 import type { RouteModule } from "../http/route-module";
 import type { Surface } from "../http/surfaces";
 import type { Services } from "../services";
-import { sandboxServiceOf } from "../sandboxes";
+import { sandboxNetworksOf, sandboxServiceOf } from "../sandboxes";
 import { AccessTokens } from "./access-token";
 import { e2bControlRoutes } from "./control-routes";
-import { e2bDataRoutes } from "./data-plane";
+import { DataPlane, e2bDataRoutes } from "./data-plane";
+import { hostRouting } from "./host-routing";
 import { Interpreter } from "./interpreter-http";
 import { MetricsSampler } from "./metrics";
 import { ProcessTable } from "./processes";
@@ -14,6 +15,8 @@ import { ProcessTable } from "./processes";
 export const e2bControlSurface: Surface = { prefix: "/e2b", family: "sandbox", credentials: "sandbox", scope: "sandboxes" };
 /** The data plane authenticates with the sandbox's access token itself (see data-plane.ts). */
 export const e2bDataSurface: Surface = { prefix: "/e2b/sandbox", family: "sandbox", credentials: "none" };
+/** Signed file URLs made from `sandboxUrl`'s origin land at the root; the signature is the credential. */
+export const e2bSignedFilesSurface: Surface = { prefix: "/files", family: "sandbox", credentials: "none" };
 
 /**
  * The E2B-compatible surface: the official `e2b` and `@e2b/code-interpreter` SDKs work
@@ -25,26 +28,39 @@ export const e2bModule: RouteModule = {
   surfaces: [e2bControlSurface],
   routes(s) {
     const sandboxes = sandboxServiceOf(s);
-    return e2bControlRoutes(sandboxes, tokensOf(s), new MetricsSampler(sandboxes));
+    return e2bControlRoutes(sandboxes, sandboxNetworksOf(s), tokensOf(s), new MetricsSampler(sandboxes), s.config.sandboxes.domain);
   },
 };
 
 /** The data plane reads its bodies itself: Connect messages, uploads, and the interpreter's JSON. */
 export const e2bDataModule: RouteModule = {
-  surfaces: [e2bDataSurface],
+  surfaces: [e2bDataSurface, e2bSignedFilesSurface],
   rawBodies: true,
-  routes(s) {
+  routes: (s) => e2bDataRoutes(dataPlaneOf(s)),
+  // Host routing of `<port>-<sandboxID>.<SANDBOX_DOMAIN>` (host-routing.ts), in front of every route.
+  front: (s) => (s.config.sandboxes.domain ? hostRouting(s.config.sandboxes.domain, dataPlaneOf(s)) : undefined),
+};
+
+const planes = new WeakMap<Services, DataPlane>();
+
+/** One data plane per Services: the header-routed and the host-routed requests share its process table and interpreter. */
+function dataPlaneOf(s: Services): DataPlane {
+  let p = planes.get(s);
+  if (!p) {
     const sandboxes = sandboxServiceOf(s);
-    return e2bDataRoutes({
+    p = new DataPlane({
       sandboxes,
+      networks: sandboxNetworksOf(s),
       tokens: tokensOf(s),
       processes: new ProcessTable(sandboxes),
       interpreter: new Interpreter(sandboxes, s.config.bodyLimitBytes),
       bodyLimit: s.config.bodyLimitBytes,
       log: s.log.child({ module: "e2b" }),
     });
-  },
-};
+    planes.set(s, p);
+  }
+  return p;
+}
 
 const tokenStores = new WeakMap<Services, AccessTokens>();
 

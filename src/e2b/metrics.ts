@@ -35,6 +35,8 @@ export class MetricsSampler {
       // Disk use of tmpfs mounts is counted in memory; there is no separate disk.
       diskUsed: 0,
       diskTotal: res.diskSizeMB * 1024 * 1024,
+      // Ours (E2B's metrics have no network fields): bytes through the sandbox's network interface so far.
+      ...(usage.networkRxBytes !== undefined ? { networkRxBytes: usage.networkRxBytes, networkTxBytes: usage.networkTxBytes } : {}),
     };
   }
 }

@@ -97,9 +97,9 @@ export function inCidr(bytes: Uint8Array, cidr: Cidr): boolean {
 const cidrs = (...list: string[]) => list.map(parseCidr);
 
 // Everything that is not a globally routed unicast destination (IANA special-purpose
-// registries). Threat: a webhook URL pointing at the service's own network, cloud
+// registries); also the ranges a sandbox's network refuses (providers/local/network). Threat: a webhook URL pointing at the service's own network, cloud
 // metadata endpoints (169.254.169.254) or internal hosts.
-const BLOCKED_V4 = cidrs(
+export const RESERVED_V4 = [
   "0.0.0.0/8", // "this network"
   "10.0.0.0/8", // private
   "100.64.0.0/10", // carrier-grade NAT
@@ -118,7 +118,8 @@ const BLOCKED_V4 = cidrs(
   "203.0.113.0/24", // documentation
   "224.0.0.0/4", // multicast
   "240.0.0.0/4", // reserved, broadcast
-);
+];
+const BLOCKED_V4 = cidrs(...RESERVED_V4);
 
 // IPv6 forms that carry an IPv4 address; judged by the IPv4 address they embed.
 const MAPPED_V6 = parseCidr("::ffff:0:0/96"); // IPv4-mapped

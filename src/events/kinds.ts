@@ -29,6 +29,8 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "user.tool_confirmation",
     "user.interrupt",
     "session.status_terminated",
+    // Ours: the install log of an environment's packages, when the session's sandbox starts (src/agents/packages.ts).
+    "session.packages_installed",
   ],
   // Only the asynchronous image, video and audio generation outcomes exist for models.
   model: ["model.generation.completed", "model.generation.failed", "model.generation.timeout"],

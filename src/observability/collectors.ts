@@ -9,7 +9,7 @@ import type { Metrics } from "./metrics";
  * count is served by a partial or status index, so a scrape stays cheap however many
  * finished rows the tables hold. Finished work is counted by the counters as it happens.
  */
-type SandboxUsage = { id: string; cpuSeconds?: number; memoryBytes?: number }[];
+type SandboxUsage = { id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[];
 
 /** Live sandboxes measured per scrape, at most this many (one series each). */
 const MAX_SANDBOX_SERIES = 500;
@@ -55,6 +55,13 @@ export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { us
   });
   m.gauge("gateway_sandbox_memory_bytes", "Memory charged to each live sandbox now, tmpfs included (its cgroup; local backend)", ["sandbox"], async (set) => {
     for (const u of await sandboxUsage()) if (u.memoryBytes !== undefined) set({ sandbox: u.id }, u.memoryBytes);
+  });
+  m.gauge("gateway_sandbox_network_bytes", "Bytes each live sandbox received (direction in) and sent (out) on its network interface so far (local backend)", ["sandbox", "direction"], async (set) => {
+    for (const u of await sandboxUsage()) {
+      if (u.networkRxBytes === undefined) continue;
+      set({ sandbox: u.id, direction: "in" }, u.networkRxBytes);
+      set({ sandbox: u.id, direction: "out" }, u.networkTxBytes ?? 0);
+    }
   });
   m.gauge("gateway_usage_queue_depth", "Usage records queued in this process, not yet written to the database", [], (set) => set({}, queues.usagePending()));
 }

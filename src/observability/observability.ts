@@ -30,7 +30,7 @@ export class Observability {
    * Resources in use per sandbox, for the cgroup gauges; the sandboxes domain hands it in
    * when it builds its service (observability does not import domains that import it).
    */
-  sandboxUsage?: (limit: number) => Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number }[]>;
+  sandboxUsage?: (limit: number) => Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[]>;
 
   /** A request arrived (tracing: its span starts and becomes the active context). */
   requestStarted(request: Request, path: string): void {

@@ -5,6 +5,8 @@
  * service restart lives in `BackendState`, which the API stores with the sandbox row.
  */
 
+import type { EgressRules } from "./network";
+
 /** Backend-specific, JSON-serialisable handle (process ids, remote ids, ...). */
 export type BackendState = Record<string, unknown>;
 
@@ -29,6 +31,8 @@ export interface SharedTemplate {
   maxMemoryMB?: number;
   maxCpuCount?: number;
   maxDiskSizeMB?: number;
+  /** The network of its new sandboxes when a create does not say (over SANDBOX_NETWORK; never past `off`). */
+  network?: "none" | "internet";
 }
 
 /** A sandbox's resources, resolved from its template and the create body. */
@@ -50,6 +54,8 @@ export interface CreateSpec<F = unknown> {
   metadata: Record<string, string>;
   timeoutSec: number;
   resources: SandboxResources;
+  /** Its egress rules, when its backend serves `network` (applied before the sandbox is handed out). */
+  network?: EgressRules;
 }
 
 export interface ExecSpec {
@@ -106,6 +112,9 @@ export interface SandboxUsage {
   /** CPU time used since the sandbox started, microseconds. */
   cpuUsageUs: number;
   memoryBytes: number;
+  /** Bytes the sandbox received and sent on its network interface (backends serving `network`). */
+  networkRxBytes?: number;
+  networkTxBytes?: number;
 }
 
 /** What a backend finds when asked about a sandbox it created earlier ("foreign": created on another host, not ours to judge). */
@@ -129,9 +138,9 @@ export class BackendError extends Error {
  * each one interface below. The registry checks at start-up that a backend implements
  * every capability it declares, and the sandbox API refuses (501) what it does not.
  */
-export type SandboxCapability = "processes" | "filesystem" | "pause";
+export type SandboxCapability = "processes" | "filesystem" | "pause" | "network";
 
-export const SANDBOX_CAPABILITIES: readonly SandboxCapability[] = ["processes", "filesystem", "pause"];
+export const SANDBOX_CAPABILITIES: readonly SandboxCapability[] = ["processes", "filesystem", "pause", "network"];
 
 /** Every backend: start and stop sandboxes, and find them again after a restart. `F`: its template fields. */
 export interface SandboxLifecycle<F = unknown> {
@@ -176,17 +185,33 @@ export interface SandboxPause {
   resume(id: string, state: BackendState, timeoutSec: number): Promise<BackendState | void>;
 }
 
+/**
+ * `serves: ["network"]`: sandboxes get a network under an egress policy (CreateSpec.network),
+ * changed while they run, and their ports can be reached from outside.
+ */
+export interface SandboxNetworking {
+  /** Replaces a running sandbox's egress rules (atomically: no moment without a policy). */
+  setNetwork(id: string, state: BackendState, rules: EgressRules): Promise<BackendState | void>;
+  /**
+   * A Unix socket on this host whose connections reach `port` on the sandbox's own
+   * loopback (how requests from outside reach a server in the sandbox). BackendError 502
+   * when that cannot be set up.
+   */
+  portSocket(id: string, state: BackendState, port: number): Promise<string>;
+}
+
 /** The methods of each capability, for the registry's start-up check. */
 export const CAPABILITY_METHODS: Readonly<Record<SandboxCapability, readonly string[]>> = {
   processes: ["exec"],
   filesystem: ["readFile", "writeFile", "remove", "list"],
   pause: ["pause", "resume"],
+  network: ["setNetwork", "portSocket"],
 };
 
 /** A backend as a plugin returns it: the lifecycle, and the capabilities its `serves` declares. */
-export type SandboxBackend<F = unknown> = SandboxLifecycle<F> & Partial<SandboxProcesses & SandboxFilesystem & SandboxPause>;
+export type SandboxBackend<F = unknown> = SandboxLifecycle<F> & Partial<SandboxProcesses & SandboxFilesystem & SandboxPause & SandboxNetworking>;
 
-/** A backend offering every capability (the built-in ones). */
+/** A backend that runs processes, offers files and pauses (the built-in ones; the local one adds `network`). */
 export type FullSandboxBackend<F = unknown> = SandboxLifecycle<F> & SandboxProcesses & SandboxFilesystem & SandboxPause;
 
 /**
@@ -202,6 +227,11 @@ export function filesystemOf(backend: SandboxBackend, serves: readonly SandboxCa
   const { readFile, writeFile, remove, list } = backend;
   if (!serves.includes("filesystem") || !readFile || !writeFile || !remove || !list) return undefined;
   return { readFile: readFile.bind(backend), writeFile: writeFile.bind(backend), remove: remove.bind(backend), list: list.bind(backend) };
+}
+
+export function networkingOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxNetworking | undefined {
+  const { setNetwork, portSocket } = backend;
+  return serves.includes("network") && setNetwork && portSocket ? { setNetwork: setNetwork.bind(backend), portSocket: portSocket.bind(backend) } : undefined;
 }
 
 export function pauseOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxPause | undefined {

@@ -1,6 +1,7 @@
 import type { RouteModule } from "../http/route-module";
 import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
+import { SandboxNetworks } from "./network-service";
 import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxService } from "./service";
 import { loadTemplates } from "./templates";
@@ -18,6 +19,7 @@ export function sandboxServiceOf(s: Services): SandboxService {
     }), s.log.child({ module: "sandboxes" }));
     const observe = observabilityFor(s);
     svc.observe = observe;
+    svc.networkMode = s.config.sandboxes.network;
     if (observe) {
       const service = svc;
       observe.sandboxUsage = (limit) => service.usage(limit);
@@ -25,6 +27,15 @@ export function sandboxServiceOf(s: Services): SandboxService {
     services.set(s, svc);
   }
   return svc;
+}
+
+const networks = new WeakMap<Services, SandboxNetworks>();
+
+/** The network operations over the same sandboxes (updates, ports from outside). */
+export function sandboxNetworksOf(s: Services): SandboxNetworks {
+  let n = networks.get(s);
+  if (!n) networks.set(s, (n = new SandboxNetworks(sandboxServiceOf(s), s.db)));
+  return n;
 }
 
 export const sandboxesModule: RouteModule = {

@@ -1,4 +1,5 @@
 import { index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import type { SandboxNetwork } from "./network";
 
 /**
  * One row per sandbox, kept after it is destroyed (status `stopped`) so that GET and
@@ -18,6 +19,8 @@ export const sandboxes = pgTable(
     envVars: jsonb("env_vars").notNull().$type<Record<string, string>>(),
     /** The backend's handle (pids, remote id); see SandboxBackend. */
     backendState: jsonb("backend_state").notNull().$type<Record<string, unknown>>(),
+    /** Its network policy (network.ts); null for sandboxes made before networks existed, which have none. */
+    network: jsonb("network").$type<SandboxNetwork>(),
     startedAt: timestamp("started_at", { withTimezone: true, precision: 3 }).notNull(),
     endAt: timestamp("end_at", { withTimezone: true, precision: 3 }).notNull(),
     stoppedAt: timestamp("stopped_at", { withTimezone: true, precision: 3 }),

@@ -6,7 +6,8 @@ import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
+import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
@@ -19,6 +20,8 @@ export interface CreateInput {
   envVars?: Record<string, string>;
   /** Resource overrides within the template's maximum (E2B's names). */
   resources?: ResourceOverrides;
+  /** Network options (network.ts); without them the template's or the operator's default. */
+  network?: NetworkRequest;
 }
 
 export const DEFAULT_TIMEOUT_SEC = 300;
@@ -50,6 +53,8 @@ export class SandboxService {
   private queuedEvents: NewEvent[] = [];
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
+  /** SANDBOX_NETWORK. */
+  networkMode: NetworkMode = "none";
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -63,7 +68,7 @@ export class SandboxService {
     return this.sandboxInstance(name).instance;
   }
 
-  private sandboxInstance(name: string) {
+  sandboxInstance(name: string) {
     const inst = this.registry.instance(name, "sandbox");
     if (!inst) throw new ApiError(503, `sandbox backend '${name}' is not configured`);
     return inst;
@@ -96,7 +101,8 @@ export class SandboxService {
     return inst.instance.templateProblem(template);
   }
 
-  private async serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` after the sandbox's other lifecycle operations in this process (network.ts's updates use it too). */
+  async serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
     if (!isWellFormedId(id, "sbx_")) throw new ApiError(400, "invalid sandbox id");
     this.rowCache.delete(id);
     const prev = this.locks.get(id) ?? Promise.resolve();
@@ -118,12 +124,16 @@ export class SandboxService {
     const resources = resolveResources(template, input.resources ?? {});
     if (typeof resources === "string") throw new ApiError(400, resources);
     const backend = this.backend(template.backend);
+    // A backend that does not serve `network` gives its sandboxes the network it gives; asking it for rules is a 501.
+    const networking = networkingOf(backend, this.sandboxInstance(template.backend).plugin.definition.serves);
+    if (!networking && input.network) throw new ApiError(501, `sandbox backend '${template.backend}' does not apply network options; leave them out or use a template on a backend that serves them`);
+    const network = networking ? resolveNetwork(this.networkMode, template.network, input.network) : null;
     const id = newId("sbx_");
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
     const started = performance.now();
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources }), "failed to create sandbox in provider").catch((e) => {
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch((e) => {
       this.observe?.sandboxCreated(template.id, false, started);
       throw e;
     });
@@ -134,7 +144,7 @@ export class SandboxService {
       const created = await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(sandboxes)
-          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, startedAt, endAt })
+          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt })
           .returning();
         await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata } });
         return row;
@@ -342,9 +352,9 @@ export class SandboxService {
    * CPU and memory of the live sandboxes this process can measure (metrics); at most
    * `limit`, so a scrape stays bounded however many sandboxes run.
    */
-  async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number }[]> {
+  async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[]> {
     const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
-    const out: { id: string; cpuSeconds?: number; memoryBytes?: number }[] = [];
+    const out: { id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[] = [];
     for (const row of rows) {
       let backend: SandboxBackend;
       try {
@@ -353,7 +363,7 @@ export class SandboxService {
         continue;
       }
       const u = backend.usage?.(row.id, row.backendState);
-      if (u) out.push({ id: row.id, cpuSeconds: u.cpuUsageUs / 1e6, memoryBytes: u.memoryBytes });
+      if (u) out.push({ id: row.id, cpuSeconds: u.cpuUsageUs / 1e6, memoryBytes: u.memoryBytes, networkRxBytes: u.networkRxBytes, networkTxBytes: u.networkTxBytes });
     }
     return out;
   }
@@ -405,7 +415,7 @@ export class SandboxService {
   }
 
   /** Backend failures: the backend's own status for BackendError, 502 otherwise. */
-  private async call<T>(fn: () => Promise<T>, failure: string): Promise<T> {
+  async call<T>(fn: () => Promise<T>, failure: string): Promise<T> {
     try {
       return await fn();
     } catch (e) {

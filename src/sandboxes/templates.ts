@@ -88,6 +88,7 @@ const SHARED_FIELDS = {
   maxMemoryMB: Type.Optional(Type.Integer({ minimum: MIN.memoryMB })),
   maxCpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
   maxDiskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
+  network: Type.Optional(Type.Union([Type.Literal("none"), Type.Literal("internet")])),
 };
 
 /**

@@ -1,6 +1,7 @@
+import { NETWORK_MODES } from "../sandboxes/network";
 import { PROVIDER_VARIABLES } from "./providers";
-import { cidrList, corsOrigins, directory, httpUrl, optionalPath, origin, pathOrExisting, postgresUrl, redisUrl, secretKey } from "./values";
-import { duration, durationList, integer, oneOf, optionalInteger, optionalText, text, Variable, yesNo } from "./variable";
+import { cidrList, corsOrigins, directory, hostAndPort, httpUrl, optionalPath, origin, packageRegistries, pathOrExisting, postgresUrl, redisUrl, secretKey } from "./values";
+import { duration, durationList, integer, matching, oneOf, optionalInteger, optionalText, text, Variable, yesNo } from "./variable";
 
 export { ConfigError, parseDuration } from "./variable";
 export type { CorsOrigins } from "./values";
@@ -88,6 +89,10 @@ export const SETTINGS = {
     reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 1000, { min: 10 }),
     /** A `claude` executable for the `claude` template (read where the default templates are made: sandboxes/claude-code.ts). */
     claudeCodeBin: optionalPath("CLAUDE_CODE_BIN"),
+    /** README: Sandbox networks. off: no sandbox gets a network; none or internet: the default of a new one. */
+    network: oneOf("SANDBOX_NETWORK", NETWORK_MODES, "none"),
+    /** Base domain of `<port>-<sandboxID>.<domain>` host routing (wildcard DNS and a TLS proxy in front); unset: no host routing. */
+    domain: hostAndPort("SANDBOX_DOMAIN"),
   },
   agents: {
     leaseMs: integer("AGENT_LEASE_MS", 30_000, { min: 200 }),
@@ -97,6 +102,10 @@ export const SETTINGS = {
     sandboxTimeoutSec: integer("AGENT_SANDBOX_TIMEOUT_SEC", 3600, { min: 1 }),
     /** How often a stream follower re-reads the log for commits of other processes. */
     streamPollMs: integer("AGENT_STREAM_POLL_MS", 250, { min: 1 }),
+    /** Where environment packages install from (`pip=<index URL>,npm=<registry URL>,...`); never a hard-coded public host. */
+    packageRegistries: packageRegistries("AGENT_PACKAGE_REGISTRIES"),
+    /** More hosts `allow_package_managers` opens (a registry's file host, e.g. where an index points downloads). */
+    packageHosts: matching("AGENT_PACKAGE_HOSTS", /^\s*[A-Za-z0-9.*:_\/-]+\s*(,\s*[A-Za-z0-9.*:_\/-]+\s*)*$/, "a comma-separated list of host names, addresses or CIDR blocks").map((v) => (v ?? "").split(",").map((h) => h.trim()).filter(Boolean)),
   },
   deployments: {
     pollMs: integer("DEPLOYMENT_SCHEDULER_POLL_MS", 1000, { min: 10 }),

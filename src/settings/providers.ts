@@ -66,4 +66,6 @@ export const PROVIDER_VARIABLES = {
   e2bSandboxUrl: httpUrl("E2B_SANDBOX_URL"),
   // Exact words: the local plugin compares the raw value, so "OFF" must not pass here as "off".
   sandboxLocal: oneOf("SANDBOX_LOCAL", ["on", "off", "without-cgroups"], "on"),
+  // The local plugin's sandbox resolver asks these (README: Sandbox networks); default: the host's /etc/resolv.conf.
+  sandboxDnsServers: matching("SANDBOX_DNS_SERVERS", /^\s*[0-9a-fA-F.:\[\]]+\s*(,\s*[0-9a-fA-F.:\[\]]+\s*)*$/, "a comma-separated list of DNS server addresses, each optionally with :port (127.0.0.1:5353, [::1]:53)"),
 };

@@ -97,3 +97,33 @@ export function secretKey(name: string): Variable<Uint8Array | undefined> {
   };
   return custom<Uint8Array | undefined>(name, SECRETS_KEY_FORMS, parse, () => undefined, { secret: true });
 }
+
+/** `host` or `host:port` (a base domain such as sandbox.example.com or localhost:8443), lower-cased. */
+export function hostAndPort(name: string): Variable<string | undefined> {
+  const parse = (text: string) => {
+    const value = text.toLowerCase().replace(/\.$/, "");
+    if (!/^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[0-9]{1,5})?$/.test(value)) throw new Invalid();
+    return value;
+  };
+  return custom<string | undefined>(name, "a domain name, optionally with a port (sandbox.example.com, localhost:8443)", parse, () => undefined);
+}
+
+/** The package managers an environment's `packages` name. */
+export const PACKAGE_MANAGERS = ["apt", "cargo", "gem", "go", "npm", "pip"] as const;
+export type PackageManager = (typeof PACKAGE_MANAGERS)[number];
+
+/** `manager=url` pairs: where each package manager installs from (an index, a registry, a mirror). */
+export function packageRegistries(name: string): Variable<Partial<Record<PackageManager, string>>> {
+  const parse = (text: string) => {
+    const out: Partial<Record<PackageManager, string>> = {};
+    for (const part of text.split(",")) {
+      if (!part.trim()) continue;
+      const [manager, url, extra] = part.split("=").map((x) => x.trim());
+      if (!(PACKAGE_MANAGERS as readonly string[]).includes(manager) || !url || extra !== undefined) throw new Invalid(`"${part.trim()}" is not manager=url`);
+      if (!/^https?:\/\/[^/\s?#@]+(\/[^\s?#]*)?$/.test(url)) throw new Invalid(`"${url}" is not an http(s) URL`);
+      out[manager as PackageManager] = url;
+    }
+    return out;
+  };
+  return custom(name, `comma-separated manager=url pairs (managers: ${PACKAGE_MANAGERS.join(", ")}), such as pip=https://pypi.example/simple,npm=https://npm.example/`, parse, () => ({}));
+}

@@ -202,13 +202,13 @@ describe("MCP egress", () => {
 
 describe("environment packages", () => {
   test("a package install that fails at sandbox start ends the turn with session.error", async () => {
-    // The local backend has no network, so no registry is reachable: the install must fail visibly.
+    // The environment's networking (limited, no hosts) reaches no registry: the install must fail visibly.
     const env = await client.beta.environments.create({ name: "pkgs", config: { type: "cloud", packages: { pip: ["surely-not-installable-pkg"] } } });
     const agent = await client.beta.agents.create({ name: "installer", model: "claude-sonnet-4-5", tools: [{ type: "agent_toolset_20260401" }] });
     const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, initial_events: [{ type: "user.message", content: [{ type: "text", text: "touch marker" }] }] });
     const events = await waitIdle(client, session.id);
     expect(types(events)).toEqual(["user.message", "session.status_running", "agent.tool_use", "session.error", "session.status_idle"]);
-    expect(events[3].error.message).toContain("installing environment packages failed: pip install surely-not-installable-pkg");
+    expect(events[3].error.message).toContain("installing environment packages failed: pip package 'surely-not-installable-pkg' failed to install");
     // The half-prepared sandbox is not kept for the session.
     const [row] = await svc.server.services.db.select().from(agentSessions).where(eq(agentSessions.id, session.id));
     expect(row.sandboxId).toBeNull();

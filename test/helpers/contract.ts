@@ -117,6 +117,8 @@ export const contractObserver: ResponseObserver = (app: App) => {
     if (checked.has(response)) return response;
     const url = new URL(request.url);
     if (request.method === "OPTIONS" || request.method === "HEAD" || url.pathname === "/openapi.json") return response;
+    // A sandbox's host name (`<port>-<sandboxID>.<domain>`): its answers are the sandbox's, not the document's.
+    if (/^[0-9]+-sbx_/.test(request.headers.get("host") ?? "")) return response;
     contract ??= Promise.resolve(app.handle(new Request(`${url.origin}/openapi.json`))).then(async (r) => new Contract(await r.json()));
     const c = await contract;
     const op = c.find(request.method, url.pathname);

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { detectCgroups, parentGroupName } from "../../providers/local/cgroup/detect";
 
@@ -25,6 +25,7 @@ export function endSandboxesUnder(dataDir: string): number {
       // Gone already, or never started.
     }
   }
+  unbindNamespaces(root, dirs);
   const cg = detectCgroups(parentGroupName(root));
   if (typeof cg === "string") return killed;
   for (let round = 0; round < 200; round++) {
@@ -52,4 +53,12 @@ export function endSandboxesUnder(dataDir: string): number {
     } catch {}
   }
   return killed;
+}
+
+/** Sandboxes' network namespaces are bind mounts in their directories (providers/local/network/namespace.ts); unbound so the directory can go. */
+function unbindNamespaces(root: string, dirs: string[]): void {
+  for (const d of dirs) {
+    const path = join(root, d, "netns");
+    if (existsSync(path)) Bun.spawnSync(["umount", "-l", path], { stdout: "ignore", stderr: "ignore" });
+  }
 }
