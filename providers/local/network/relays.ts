@@ -102,7 +102,9 @@ async function start(path: string, port: number, o: RelayOptions): Promise<{ pat
   });
   proc.unref();
   const deadline = Date.now() + READY_MS;
-  while (!existsSync(path)) {
+  // The socket file appears at bind(), a moment before listen(): wait until it accepts, or the
+  // first request through a new relay is refused (a 502 the client did not earn).
+  while (!existsSync(path) || !(await accepts(path))) {
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill("SIGKILL");
       const said = await Promise.race([new Response(proc.stderr).text(), Bun.sleep(200).then(() => "")]);
