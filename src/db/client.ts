@@ -16,6 +16,8 @@ export type { Db } from "./types";
 export interface Database {
   db: Db;
   kind: "pglite" | "postgres";
+  /** Where it is, for log lines: the server's host:port (never the credentials), or the embedded database's DATA_DIR. */
+  location?: string;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -56,6 +58,7 @@ function openPostgres(url: string): Database {
   return {
     db,
     kind: "postgres",
+    location: serverLocation(url),
     ping: async () => void (await db.execute(sql`select 1`)),
     close: () => client.end({ timeout: 5 }),
     async listen(channel, onMessage, onListen) {
@@ -88,6 +91,7 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
   return {
     db,
     kind: "pglite",
+    location: dataDir,
     ping: async () => void (await client.query("select 1")),
     async close() {
       try {
@@ -104,6 +108,16 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
       return unlisten;
     },
   };
+}
+
+/** host:port of a postgres:// URL, for log lines: never the user or password. */
+export function serverLocation(url: string): string | undefined {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || "localhost"}:${u.port || "5432"}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Rows of a raw `db.execute()` result: postgres.js returns an array, PGlite `{ rows }`. */
