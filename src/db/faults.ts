@@ -90,13 +90,14 @@ function classify(e: { code?: unknown; errno?: unknown; name?: unknown; message?
 }
 
 /**
- * The short reason plus the driver's message when it says more (the file PostgreSQL could
- * not extend), on one line and clipped: it goes to the log, never to the client.
+ * The driver's message when it says more than its code (the file PostgreSQL could not
+ * extend, "terminating connection due to administrator command"), else the short reason;
+ * on one line and clipped: it goes to the log, never to the client.
  */
 function detail(reason: string, message: string): string {
   const m = message.replace(/\s+/g, " ").trim().slice(0, 200);
-  if (!m || m === reason || /^(connect |write |read )?[A-Z_]+( \S+)?$/.test(m)) return reason;
-  return `${reason}: ${m}`;
+  if (!m || /^(connect |write |read )?[A-Z_]+( \S+)?$/.test(m)) return reason;
+  return m;
 }
 
 /** The message a client sees (no host names, paths or driver text). */

@@ -36,12 +36,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    await server?.stop();
+    // Bounded: a failure half way may leave the server down, and the service's shutdown waiting on it.
+    if (server) await Promise.race([server.stop(), Bun.sleep(30_000)]);
   } finally {
     pg?.remove();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }
-});
+}, 120_000);
 
 const call = (path: string, init?: RequestInit) => fetch(server.url + path, init);
 const createOrg = (name: string) => call("/admin/organizations", { method: "POST", headers: ADMIN, body: JSON.stringify({ name }) });
