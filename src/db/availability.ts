@@ -26,7 +26,16 @@ export interface AvailabilityOptions {
 interface Current extends DbFault {
   since: number;
   lastSeen: number;
+  /** Not logged (a relapse right after recovery): its end is not logged either. */
+  quiet: boolean;
 }
+
+/**
+ * A fault that starts again this soon after the last one ended is the same outage
+ * (a connection attempt begun before the server came back failing just after the
+ * probe's succeeded): the state follows it, the log does not get a line per flap.
+ */
+const RELAPSE_MS = 10_000;
 
 /**
  * The database's availability as the service sees it: one per process, fed by every
@@ -43,6 +52,7 @@ export class DatabaseAvailability {
   private current: Current | undefined;
   private timer: ReturnType<typeof setInterval> | undefined;
   private probing = false;
+  private clearedAt = Number.NEGATIVE_INFINITY;
   private readonly probeMs: number;
   private readonly fullHoldMs: number;
   private readonly minFreeBytes: number;
@@ -71,8 +81,9 @@ export class DatabaseAvailability {
       this.current.lastSeen = now;
       return true;
     }
-    this.current = { ...fault, since: now, lastSeen: now };
-    this.log.error(this.describe(fault), { database: this.database.kind, code: fault.code, retryAfterSeconds: fault.retryAfter });
+    const quiet = !this.current && now - this.clearedAt < RELAPSE_MS;
+    this.current = { ...fault, since: now, lastSeen: now, quiet };
+    if (!quiet) this.log.error(this.describe(fault), { database: this.database.kind, code: fault.code, retryAfterSeconds: fault.retryAfter });
     this.timer ??= setInterval(() => void this.probe(), this.probeMs);
     this.timer.unref?.();
     return true;
@@ -126,8 +137,9 @@ export class DatabaseAvailability {
 
   private clear(fault: Current): void {
     this.current = undefined;
+    this.clearedAt = Date.now();
     this.stop();
-    this.log.info("database available again", { database: this.database.kind, afterSeconds: Math.round((Date.now() - fault.since) / 100) / 10 });
+    if (!fault.quiet) this.log.info("database available again", { database: this.database.kind, afterSeconds: Math.round((Date.now() - fault.since) / 100) / 10 });
   }
 
   /** The one log line: what failed, where, and why. */

@@ -5,6 +5,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { lockDataDir, restrictTree } from "./data-dir";
+import { registerDatabase } from "./faults";
 import { migrate } from "./migrate";
 import { pgliteAssets } from "./pglite-assets";
 import { PgliteThread } from "./pglite-thread";
@@ -53,6 +54,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 }
 
 function openPostgres(url: string): Database {
+  registerDatabase({ port: serverPort(url) });
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
   const db = drizzlePostgres(client, { schema }) as unknown as Db;
   return {
@@ -74,6 +76,7 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
   const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
   // One opener per directory, ever: the lock comes before the first file is touched.
   const lock = inMemory ? undefined : lockDataDir(dataDir);
+  if (!inMemory) registerDatabase({ dataDir: pgDir });
   let client: PGlite | PgliteThread;
   try {
     if (!inMemory) {
@@ -108,6 +111,14 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
       return unlisten;
     },
   };
+}
+
+function serverPort(url: string): number {
+  try {
+    return Number(new URL(url).port) || 5432;
+  } catch {
+    return 5432;
+  }
 }
 
 /** host:port of a postgres:// URL, for log lines: never the user or password. */

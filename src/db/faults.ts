@@ -25,8 +25,13 @@ export const UNREACHABLE_RETRY_AFTER_S = 5;
 /** A full disk needs someone to free space: ask clients to come back later. */
 export const FULL_RETRY_AFTER_S = 30;
 
-/** Socket errors (node/Bun) and postgres.js's own connection codes. */
-const CONNECTION_CODES: Record<string, string> = {
+/**
+ * Socket errors (node/Bun). Threat: the same codes come from webhook receivers, providers
+ * and sandboxes; counting those as the database's would answer "database unavailable"
+ * and flip /readyz for a receiver that is down. So they count only from a database query
+ * (drizzle's wrapper) or from the database server's own address (see registerDatabase).
+ */
+const SOCKET_CODES: Record<string, string> = {
   ECONNREFUSED: "connection refused",
   ECONNRESET: "connection reset",
   ETIMEDOUT: "connection timed out",
@@ -36,6 +41,10 @@ const CONNECTION_CODES: Record<string, string> = {
   ENOTFOUND: "host name not found",
   EAI_AGAIN: "host name lookup failed",
   EPIPE: "connection closed",
+};
+
+/** postgres.js's own connection codes: nothing else raises them. */
+const DRIVER_CODES: Record<string, string> = {
   CONNECTION_CLOSED: "connection closed",
   CONNECTION_ENDED: "connection ended",
   CONNECTION_DESTROYED: "connection destroyed",
@@ -50,9 +59,9 @@ const UNAVAILABLE_SQLSTATES: Record<string, string> = {
   "53300": "too many connections",
 };
 
-/** Disk full on a server (53100), or a write under DATA_DIR that found no space or quota. */
-const FULL_CODES: Record<string, string> = {
-  "53100": "disk full",
+/** Disk full on a server (53100, a SQLSTATE), or a write that found no space or quota (errno names). */
+const FULL_SQLSTATE = "53100";
+const FULL_ERRNOS: Record<string, string> = {
   ENOSPC: "no space left on device",
   EDQUOT: "disk quota exceeded",
 };
@@ -64,29 +73,67 @@ const EMSCRIPTEN_EDQUOT = 19;
 /** How deep the `cause` chain is followed (drizzle wraps the driver's error once). */
 const MAX_DEPTH = 5;
 
+/** Database servers' ports (and hosts) and embedded databases' directories this process opened. */
+const serverPorts = new Set<number>();
+const dataDirs = new Set<string>();
+
+/**
+ * Tells the classifier where this process's databases are, so that a raw socket error from
+ * the server's address (a transaction's BEGIN that could not connect is not wrapped by
+ * drizzle) or a file system error under the embedded database's directory counts as theirs.
+ */
+export function registerDatabase(where: { port: number } | { dataDir: string }): void {
+  if ("port" in where) serverPorts.add(where.port);
+  else if (!where.dataDir.startsWith("memory://")) dataDirs.add(where.dataDir.replace(/\/+$/, "") + "/");
+}
+
+type ErrorLike = { code?: unknown; errno?: unknown; name?: unknown; message?: unknown; cause?: unknown; query?: unknown; severity?: unknown; port?: unknown; path?: unknown };
+
 /** The fault behind `error` (itself or along its `cause` chain), or undefined when it is something else. */
 export function dbFaultOf(error: unknown): DbFault | undefined {
-  let e = error as { code?: unknown; errno?: unknown; name?: unknown; message?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; depth < MAX_DEPTH && e && typeof e === "object"; depth++, e = e.cause as typeof e) {
-    const found = classify(e);
+  let e = error as ErrorLike | undefined;
+  // Inside a database query (drizzle's DrizzleQueryError carries the query text).
+  let fromQuery = false;
+  for (let depth = 0; depth < MAX_DEPTH && e && typeof e === "object"; depth++, e = e.cause as ErrorLike) {
+    if (typeof e.query === "string") fromQuery = true;
+    const found = classify(e, fromQuery);
     if (found) return found;
   }
   return undefined;
 }
 
-function classify(e: { code?: unknown; errno?: unknown; name?: unknown; message?: unknown }): DbFault | undefined {
+function classify(e: ErrorLike, fromQuery: boolean): DbFault | undefined {
   const code = typeof e.code === "string" ? e.code : "";
   const message = typeof e.message === "string" ? e.message : "";
+  // A SQLSTATE from a database's own error (postgres.js PostgresError, PGlite's DatabaseError both carry `severity`).
+  const fromServer = fromQuery || typeof e.severity === "string";
   if (code) {
-    const full = FULL_CODES[code];
-    if (full) return { kind: "full", code, reason: detail(full, message), retryAfter: FULL_RETRY_AFTER_S };
-    const conn = CONNECTION_CODES[code] ?? UNAVAILABLE_SQLSTATES[code] ?? (/^08[0-9A-Z]{3}$/.test(code) ? "connection failure" : undefined);
+    if (fromServer && code === FULL_SQLSTATE) return full(code, detail("disk full", message));
+    if (FULL_ERRNOS[code] && (fromQuery || underDataDir(e.path))) return full(code, detail(FULL_ERRNOS[code], message));
+    const conn =
+      DRIVER_CODES[code] ??
+      (fromQuery || atServerPort(e.port) ? SOCKET_CODES[code] : undefined) ??
+      (fromServer ? (UNAVAILABLE_SQLSTATES[code] ?? (/^08[0-9A-Z]{3}$/.test(code) ? "connection failure" : undefined)) : undefined);
     if (conn) return { kind: "unreachable", code, reason: detail(conn, message), retryAfter: UNREACHABLE_RETRY_AFTER_S };
   }
-  if (e.name === "ErrnoError" && (e.errno === EMSCRIPTEN_ENOSPC || e.errno === EMSCRIPTEN_EDQUOT)) {
-    return { kind: "full", code: "ENOSPC", reason: "no space left on device", retryAfter: FULL_RETRY_AFTER_S };
-  }
+  if (e.name === "ErrnoError" && (e.errno === EMSCRIPTEN_ENOSPC || e.errno === EMSCRIPTEN_EDQUOT)) return full("ENOSPC", "no space left on device");
   return undefined;
+}
+
+function full(code: string, reason: string): DbFault {
+  return { kind: "full", code, reason, retryAfter: FULL_RETRY_AFTER_S };
+}
+
+/** postgres.js puts the server's port on its socket errors (a number, or an array of them). */
+function atServerPort(port: unknown): boolean {
+  const ports = Array.isArray(port) ? port : [port];
+  return ports.some((p) => typeof p === "number" && serverPorts.has(p));
+}
+
+function underDataDir(path: unknown): boolean {
+  if (typeof path !== "string") return false;
+  for (const dir of dataDirs) if (path.startsWith(dir)) return true;
+  return false;
 }
 
 /**

@@ -131,10 +131,10 @@ test("a PostgreSQL restart: writes get 503 + Retry-After in each family's shape,
   // One line naming the cause, one saying it is over; no stack per failed request.
   server.services.log.flush();
   const faults = logged(/database unreachable at 127\.0\.0\.1:\d+: /);
-  expect(faults.length).toBe(1);
+  expect(faults).toHaveLength(1);
   expect(faults[0]).toContain(`127.0.0.1:${pg.port}`);
   expect(logged(/"msg":"request failed"/)).toEqual([]);
   // Nor from the background work that polls the database (claims, sweeps, caches): the one line is all.
   expect(logged(/"level":"(error|warn)"/).filter((l) => !l.includes("no model provider is configured"))).toEqual(faults);
-  expect(logged(/database available again/).length).toBe(1);
+  expect(logged(/database available again/)).toHaveLength(1);
 }, 180_000);

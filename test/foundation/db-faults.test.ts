@@ -1,12 +1,13 @@
 // Database-independent: classifies errors and drives the availability tracker with a fake database.
 import { expect, test } from "bun:test";
 import { DatabaseAvailability, faultAwareLogger } from "../../src/db/availability";
-import { type DbFaultKind, dbFaultOf } from "../../src/db/faults";
+import { type DbFaultKind, dbFaultOf, registerDatabase } from "../../src/db/faults";
 import { errorBody, toApiError } from "../../src/http/errors";
 import { createLogger } from "../../src/log";
 
 /** What drizzle throws: its own error with the driver's as `cause`. */
-const wrapped = (cause: object) => Object.assign(new Error("Failed query: insert into t ..."), { cause: Object.assign(new Error((cause as { message?: string }).message ?? "x"), cause) });
+const wrapped = (cause: object) => Object.assign(new Error("Failed query: insert into t ..."), { query: "insert into t ...", params: [], cause: Object.assign(new Error((cause as { message?: string }).message ?? "x"), cause) });
+const bare = (fields: object) => Object.assign(new Error((fields as { message?: string }).message ?? "x"), fields);
 
 test("driver errors are classified as unreachable or full, whatever wraps them; others are not faults", () => {
   const cases: [object, DbFaultKind | undefined, string | undefined][] = [
@@ -28,6 +29,17 @@ test("driver errors are classified as unreachable or full, whatever wraps them; 
     expect({ cause, kind: fault?.kind, reason: fault?.reason }).toEqual({ cause, kind, reason });
   }
   expect(dbFaultOf(undefined)).toBeUndefined();
+  // The same codes from elsewhere (a webhook receiver down, a sandbox's disk) are not the database's...
+  expect(dbFaultOf(bare({ code: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:8080", port: 8080 }))).toBeUndefined();
+  expect(dbFaultOf(bare({ code: "ENOSPC", path: "/srv/other/file" }))).toBeUndefined();
+  expect(dbFaultOf(bare({ code: "53100" }))).toBeUndefined();
+  // ...unless they come from the database's own address or directory, or the server itself.
+  registerDatabase({ port: 54329 });
+  registerDatabase({ dataDir: "/srv/gw-data/pg" });
+  expect(dbFaultOf(bare({ code: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:54329", port: 54329 }))?.kind).toBe("unreachable");
+  expect(dbFaultOf(bare({ code: "ENOSPC", path: "/srv/gw-data/pg/base/5/1" }))?.kind).toBe("full");
+  expect(dbFaultOf(bare({ code: "57P01", severity: "FATAL" }))?.kind).toBe("unreachable");
+  expect(dbFaultOf(bare({ code: "CONNECTION_ENDED" }))?.kind).toBe("unreachable");
   expect(dbFaultOf("ECONNREFUSED")).toBeUndefined();
   // A cycle in `cause` does not loop.
   const a: { cause?: unknown } = new Error("a");
@@ -74,6 +86,13 @@ test("many failures log one line; readiness follows the database and recovers wi
     expect(availability.fault).toBeUndefined();
     expect(await availability.ready()).toBe(true);
     expect(lines.filter((l) => l.includes("database available again")).length).toBe(1);
+    // A relapse right after (a connection attempt begun during the outage failing late): state, no new lines.
+    const count = lines.length;
+    service.error("request failed", { err: wrapped({ code: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:5999" }) });
+    expect(availability.fault?.kind).toBe("unreachable");
+    for (let i = 0; i < 200 && availability.fault; i++) await Bun.sleep(10);
+    expect(availability.fault).toBeUndefined();
+    expect(lines.length).toBe(count);
   } finally {
     availability.stop();
   }
