@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { UNREACHABLE_RETRY_AFTER_S } from "./db/faults";
 import type { Services } from "./services";
 
 /** Liveness (process up) and readiness (database answers) for orchestrators. */
@@ -9,20 +10,18 @@ export function healthRoutes(s: Services) {
     .get(
       "/readyz",
       async ({ set }) => {
-        try {
-          await s.database.ping();
-          return { status: "ready" as const, database: s.database.kind };
-        } catch {
-          set.status = 503;
-          return { status: "unavailable" as const, database: s.database.kind };
-        }
+        // Not ready while the database fails to answer or a fault (unreachable, disk full) is in force.
+        if (await s.availability.ready()) return { status: "ready" as const, database: s.database.kind };
+        set.status = 503;
+        set.headers["retry-after"] = String(s.availability.fault?.retryAfter ?? UNREACHABLE_RETRY_AFTER_S);
+        return { status: "unavailable" as const, database: s.database.kind };
       },
       {
         response: {
           200: t.Object({ status: t.Literal("ready"), database: t.String() }),
           503: t.Object({ status: t.Literal("unavailable"), database: t.String() }),
         },
-        detail: detail("getReadiness", "Readiness: the database answers (503 otherwise)"),
+        detail: detail("getReadiness", "Readiness: the database answers and has space to write (503 otherwise)"),
       },
     );
 }

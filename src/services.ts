@@ -2,6 +2,7 @@ import { builtinPlugins } from "../providers";
 import type { AfterAuthHook } from "./http/core";
 import { SurfaceTable } from "./http/surfaces";
 import type { Config } from "./config";
+import { DatabaseAvailability, faultAwareLogger } from "./db/availability";
 import { type Database, type Db, openDatabase } from "./db/client";
 import { AuthCache } from "./keys/auth-cache";
 import { KeyRepository } from "./keys/keys";
@@ -19,6 +20,8 @@ export interface Services {
   config: Config;
   log: Logger;
   database: Database;
+  /** Database faults seen by requests and background work; /readyz reads it (db/availability.ts). */
+  availability: DatabaseAvailability;
   db: Db;
   keys: KeyRepository;
   authCache: AuthCache;
@@ -45,9 +48,12 @@ export interface ServiceOptions {
 }
 
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
-  const log = opts.log ?? createLogger(config.logLevel);
+  const baseLog = opts.log ?? createLogger(config.logLevel);
   const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread }));
-  log.info("database ready", { kind: database.kind });
+  baseLog.info("database ready", { kind: database.kind });
+  const availability = new DatabaseAvailability(database, baseLog);
+  // Every module logs through this one: a database fault becomes one line, not one per failure.
+  const log = faultAwareLogger(baseLog, () => availability);
   const keys = new KeyRepository(database.db);
   const authCache = new AuthCache(keys, log, {
     listen: config.keyCache.listen ? database.listen : undefined,
@@ -67,6 +73,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     config,
     log,
     database,
+    availability,
     db: database.db,
     keys,
     authCache,
@@ -79,6 +86,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     async close() {
       await authCache.stop();
       for (const hook of services.onShutdown.reverse()) await hook();
+      availability.stop();
       if (!opts.database) await database.close();
       log.flush();
     },

@@ -5,6 +5,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { lockDataDir, restrictTree } from "./data-dir";
+import { registerDatabase } from "./faults";
 import { migrate } from "./migrate";
 import { pgliteAssets } from "./pglite-assets";
 import { PgliteThread } from "./pglite-thread";
@@ -16,6 +17,8 @@ export type { Db } from "./types";
 export interface Database {
   db: Db;
   kind: "pglite" | "postgres";
+  /** Where it is, for log lines: the server's host:port (never the credentials), or the embedded database's DATA_DIR. */
+  location?: string;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -51,11 +54,13 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 }
 
 function openPostgres(url: string): Database {
+  registerDatabase({ port: serverPort(url) });
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
   const db = drizzlePostgres(client, { schema }) as unknown as Db;
   return {
     db,
     kind: "postgres",
+    location: serverLocation(url),
     ping: async () => void (await db.execute(sql`select 1`)),
     close: () => client.end({ timeout: 5 }),
     async listen(channel, onMessage, onListen) {
@@ -71,6 +76,7 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
   const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
   // One opener per directory, ever: the lock comes before the first file is touched.
   const lock = inMemory ? undefined : lockDataDir(dataDir);
+  if (!inMemory) registerDatabase({ dataDir: pgDir });
   let client: PGlite | PgliteThread;
   try {
     if (!inMemory) {
@@ -88,6 +94,7 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
   return {
     db,
     kind: "pglite",
+    location: dataDir,
     ping: async () => void (await client.query("select 1")),
     async close() {
       try {
@@ -104,6 +111,24 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
       return unlisten;
     },
   };
+}
+
+function serverPort(url: string): number {
+  try {
+    return Number(new URL(url).port) || 5432;
+  } catch {
+    return 5432;
+  }
+}
+
+/** host:port of a postgres:// URL, for log lines: never the user or password. */
+export function serverLocation(url: string): string | undefined {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || "localhost"}:${u.port || "5432"}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Rows of a raw `db.execute()` result: postgres.js returns an array, PGlite `{ rows }`. */

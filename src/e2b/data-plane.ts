@@ -185,5 +185,6 @@ export function e2bDataRoutes(plane: DataPlane) {
 function errorJson(e: unknown, log: Logger): Response {
   const err = toApiError(e);
   if (err.status >= 500 && !(e instanceof ApiError)) log.error("E2B data-plane request failed", { err: e });
-  return Response.json({ code: err.status, message: err.message }, { status: err.status });
+  // A database fault's Retry-After (db/faults.ts) goes along.
+  return Response.json({ code: err.status, message: err.message }, { status: err.status, headers: err.options.headers });
 }

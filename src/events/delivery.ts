@@ -153,7 +153,7 @@ export class DeliveryWorker {
           claimed = await this.claim(requested);
         } catch (e) {
           if (this.stopped) break;
-          this.log.error("webhook delivery: claim failed", { err: String(e) });
+          this.log.error("webhook delivery: claim failed", { err: e });
         }
       }
       // A full batch means more may be due right now.

@@ -71,7 +71,7 @@ export class CallbackWorker {
           returning p.id, p.status, p.callback_url, p.callback_attempts`),
       );
     } catch (e) {
-      if (!this.stopped) this.g.s.log.error("generation callbacks: claim failed", { err: String(e) });
+      if (!this.stopped) this.g.s.log.error("generation callbacks: claim failed", { err: e });
       return;
     }
     for (const r of rows) {

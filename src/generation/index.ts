@@ -23,7 +23,7 @@ export const generationModule: RouteModule = {
     callbacks.start();
     let sweeping: Promise<void> | undefined;
     const sweeper = setInterval(() => {
-      sweeping ??= g.sweep().catch((err) => s.log.warn("generation: sweep failed", { err: String(err) })).finally(() => (sweeping = undefined));
+      sweeping ??= g.sweep().catch((err) => s.log.warn("generation: sweep failed", { err })).finally(() => (sweeping = undefined));
     }, g.settings.archiveIntervalMs);
     return async () => {
       clearInterval(sweeper);

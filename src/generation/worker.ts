@@ -65,7 +65,7 @@ export class PredictionWorker {
           claimed = await this.claim(free);
         } catch (e) {
           if (this.stopped) break;
-          this.log.error("generation: claim failed", { err: String(e) });
+          this.log.error("generation: claim failed", { err: e });
         }
       }
       if ((claimed > 0 && claimed === free) || this.woken || this.stopped) continue;

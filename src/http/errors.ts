@@ -1,3 +1,4 @@
+import { clientMessage, dbFaultOf } from "../db/faults";
 import { FROM_VALUE_ERROR } from "./validation";
 
 /**
@@ -158,6 +159,9 @@ export function toApiError(error: unknown, code?: string | number): ApiError {
     case "INVALID_COOKIE_SIGNATURE":
       return new ApiError(400, "invalid cookie signature");
   }
+  // The database is down or full: not a bug, and worth retrying (db/faults.ts).
+  const fault = dbFaultOf(error);
+  if (fault) return new ApiError(503, clientMessage(fault), { code: "database_unavailable", headers: { "retry-after": String(fault.retryAfter) } });
   return new ApiError(500, "internal server error");
 }
 

@@ -39,7 +39,7 @@ export function registerCollectors(m: Metrics, db: Db, log: Logger, queues: { us
       return rowsOf<Unfinished[number]>(await db.execute(UNFINISHED));
     } catch (err) {
       // A scrape during a database outage still returns the process series.
-      log.warn("metrics: could not count unfinished work", { err: String(err) });
+      log.warn("metrics: could not count unfinished work", { err });
       return [];
     }
   });

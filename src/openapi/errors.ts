@@ -91,7 +91,7 @@ const DESCRIPTIONS: Record<number, string> = {
   500: "Internal error",
   501: "Not implemented by the provider",
   502: "Upstream failure",
-  503: "Unavailable",
+  503: "Unavailable (the database unreachable or full: retry after Retry-After seconds)",
   504: "Upstream timeout",
   529: "Upstream overloaded",
 };
@@ -109,10 +109,11 @@ export function errorResponse(surface: Surface, status: number): Record<string, 
 /**
  * Statuses any operation on the surface can answer before or around its handler:
  * malformed URL or body (400), credentials (401), scope (403), spending limits, body
- * size and type, per-key rate limit, an internal error.
+ * size and type, per-key rate limit, an internal error, the database unreachable or
+ * full (503 with Retry-After, src/db/faults.ts).
  */
 export function surfaceErrorStatuses(surface: Surface, method: string, hasPathParams: boolean): number[] {
-  const out = new Set<number>([400, 500]);
+  const out = new Set<number>([400, 500, 503]);
   if (surface.credentials !== "none") out.add(401);
   if (surface.credentials === "admin") {
     out.add(403);
