@@ -146,7 +146,7 @@ test("a plugin serving a protocol or capability the service does not know is ref
   const model = load({ "m.js": `export default ({ Type }) => ({ kind: "model", name: "m", serves: ["chat", "telepathy"], configSchema: Type.Object({}), create() {} });` });
   await expect(model.promise).rejects.toThrow(/m\.js: field "serves": unknown protocol telepathy \(known: chat, messages/);
   const sandbox = load({ "s.js": `export default ({ Type }) => ({ kind: "sandbox", name: "s", serves: ["teleport"], configSchema: Type.Object({}), create() {} });` });
-  await expect(sandbox.promise).rejects.toThrow(/s\.js: field "serves": unknown capability teleport \(known: processes, filesystem, pause\)/);
+  await expect(sandbox.promise).rejects.toThrow(/s\.js: field "serves": unknown capability teleport \(known: processes, filesystem, pause, network\)/);
 });
 
 test("a sandbox backend must implement the capabilities its plugin serves; a model plugin must return a provider", async () => {
