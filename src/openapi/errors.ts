@@ -98,11 +98,14 @@ const DESCRIPTIONS: Record<number, string> = {
 
 /** The response object for an error status of a surface. */
 export function errorResponse(surface: Surface, status: number): Record<string, unknown> {
-  // Rate-limit refusals are flat on every surface (spec: Rate limits).
-  const component = status === 429 ? "FlatError" : FAMILY_COMPONENT[surface.family];
+  // Rate-limit refusals of the service are flat on every surface (spec: Rate limits); on
+  // model surfaces an upstream's own rate limit passes through in the protocol's shape.
+  const family = { $ref: `#/components/schemas/${FAMILY_COMPONENT[surface.family]}` };
+  const flat = { $ref: "#/components/schemas/FlatError" };
+  const schema = status !== 429 ? family : surface.passThrough ? { anyOf: [flat, family] } : flat;
   return {
-    description: DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error"),
-    content: { "application/json": { schema: { $ref: `#/components/schemas/${component}` } } },
+    description: status === 429 && surface.passThrough ? "Rate limit reached: the service's own (flat body), or the upstream's, passed through with its `Retry-After`" : (DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error")),
+    content: { "application/json": { schema } },
   };
 }
 
