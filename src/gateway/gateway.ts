@@ -101,6 +101,8 @@ export class Gateway {
     for (const p of this.providers.values()) {
       for (const id of p.provider.models) add(id, p.name);
       for (const m of catalog.byVendor(p.provider.vendor)) add(m.id, p.name, m.created);
+      // Aliases the catalog resolves by pattern (claude-sonnet-4-5): routable, so listed.
+      for (const id of catalog.aliasesOf?.(p.provider.vendor) ?? []) add(id, p.name);
     }
     this.listing = [...seen.values()];
     return this.listing;

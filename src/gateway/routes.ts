@@ -23,7 +23,9 @@ export const gatewaySurfaces: Surface[] = [
   ...PROTOCOL_SPECS.flatMap(surfacesOf),
   // The rest of the generative-vendor API (model listing, Interactions, unknown methods) speaks that family too.
   { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
-  { prefix: "/v1/models", family: "chat", credentials: "bearer", scope: "models" },
+  // Every vendor SDK lists models here with its own credential header: OpenAI's bearer,
+  // Anthropic's `x-api-key`, the generative vendor's `x-goog-api-key` (API version v1).
+  { prefix: "/v1/models", family: "chat", credentials: "listing", scope: "models" },
   { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models" },
 ];
 
