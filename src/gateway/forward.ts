@@ -6,6 +6,7 @@ import type { UsageMeter } from "../metering";
 import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
+import type { UpstreamRequest } from "./provider";
 import type { Candidate, Router } from "./router";
 import { completeSse, pipeSse } from "./stream";
 import { Timing } from "./timing";
@@ -23,6 +24,10 @@ export interface Call {
   stripUsage?: boolean;
   /** Interactions read. */
   interactionId?: string;
+  /** A call on a stored resource (see UpstreamRequest.resource). */
+  resource?: UpstreamRequest["resource"];
+  /** Usage seen is not recorded (reads of something already metered, token counts). */
+  unmetered?: boolean;
   request: Request;
   auth: AuthContext;
   requestId: string;
@@ -92,6 +97,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
   if (access) noteModelAccess(call.request, access);
   const record = (status: number) => {
+    if (call.unmetered) {
+      usage.inputTokens = usage.outputTokens = 0;
+      usage.cachedTokens = undefined;
+    }
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
     if (access) {
       access.provider = used?.provider;
@@ -174,6 +183,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         clientHeaders: call.request.headers,
         signal: ac.signal,
         interactionId: call.interactionId,
+        resource: call.resource,
         traceparent: attempt?.traceparent,
       });
       answered = true;

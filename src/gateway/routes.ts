@@ -10,6 +10,7 @@ import { createInteraction, getInteraction } from "./interactions";
 import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
 import type { ModelInPathRoute } from "./protocols/spec";
+import { responseCreateHooks, responsesLifecycleRoutes } from "./responses-lifecycle";
 import { responds, sse } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -85,7 +86,10 @@ export function gatewayRoutes(s: Services) {
       ({ body, request, auth, requestId, startedAt }) => {
         check?.(body);
         const patch = forceUsage?.(body as ModelBody);
-        return g.forwardJson(name, { request, auth, requestId, startedAt }, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
+        const inc = { request, auth, requestId, startedAt };
+        // A response id is remembered with the candidate that served it (responses-lifecycle.ts).
+        const extra = name === "responses" ? responseCreateHooks(g, inc, body as ModelBody) : undefined;
+        return g.forwardJson(name, inc, body as ModelBody, patch || extra ? { patch, stripUsage: patch ? true : undefined, extra } : NO_OPTIONS);
       },
       { body: route.body, detail: { tags, operationId: route.operationId, ...responds({ 200: route.success }, [...route.errors]), summary: route.summary, description: route.description } },
     );
@@ -146,7 +150,7 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, operationId: id("getInteraction"), ...responds({ 200: Interaction }, [404, 502, 503, 504]), summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+  return app.use(responsesLifecycleRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }
 
 /**
