@@ -8,6 +8,7 @@ import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
 import type { UpstreamRequest } from "./provider";
 import type { Candidate, Router } from "./router";
+import { completeJsonArray, pipeJsonArray } from "./json-array-stream";
 import { completeSse, pipeSse } from "./stream";
 import { Timing } from "./timing";
 import { passedHeaders, retryAfterHeader, retryAfterMs, type UpstreamAnswer } from "./upstream-errors";
@@ -26,6 +27,8 @@ export interface Call {
   interactionId?: string;
   /** A call on a stored resource (see UpstreamRequest.resource). */
   resource?: UpstreamRequest["resource"];
+  /** The stream goes as one JSON array, not SSE (see json-array-stream.ts). */
+  streamFormat?: UpstreamRequest["streamFormat"];
   /** Usage seen is not recorded (reads of something already metered, token counts). */
   unmetered?: boolean;
   request: Request;
@@ -133,6 +136,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const org = call.auth.organizationId;
   const timing = new Timing(call.startedAt);
   const timed = (h: Headers) => (h.set("server-timing", timing.header()), h);
+  const arrayHeaders = (res: Response, c: Candidate) => timed(markProvider(new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" }), c.provider, attempts));
   // Candidates this organization was rate limited on, until the upstream's asked wait ends.
   let limitedUntil = 0;
   const candidates = call.candidates.filter((c) => {
@@ -184,6 +188,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         signal: ac.signal,
         interactionId: call.interactionId,
         resource: call.resource,
+        streamFormat: call.streamFormat,
         traceparent: attempt?.traceparent,
       });
       answered = true;
@@ -258,6 +263,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         attempt?.end("ok", res.status);
         d.router.succeeded(c, org);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
+        if (call.streamFormat === "json-array") return new Response(completeJsonArray(whole, usage, codec, record), { status: res.status, headers: arrayHeaders(res, c) });
         return new Response(completeSse(whole, pipe), { status: res.status, headers: timed(new Headers(streamHeaders(c.provider, attempts))) });
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
@@ -275,6 +281,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       attempt?.end("ok", res.status);
       d.router.succeeded(c, org);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
+      if (call.streamFormat === "json-array") return new Response(pipeJsonArray(first.value, reader, pipe), { status: res.status, headers: arrayHeaders(res, c) });
       const body = pipeSse(first.value, reader, pipe);
       return new Response(body, { status: res.status, headers: timed(new Headers(streamHeaders(c.provider, attempts))) });
     } catch (e) {

@@ -26,6 +26,8 @@ export interface UpstreamRequest {
    * appended to the protocol's path, and the client's query string (without `?`).
    */
   resource?: { method: "GET" | "POST" | "DELETE"; path: string; query?: string };
+  /** A stream the client asked for as one JSON array (generateContent without `alt=sse`) instead of SSE. */
+  streamFormat?: "json-array";
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
   traceparent?: string;
   /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */

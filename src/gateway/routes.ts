@@ -11,7 +11,7 @@ import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
 import type { ModelInPathRoute } from "./protocols/spec";
 import { responseCreateHooks, responsesLifecycleRoutes } from "./responses-lifecycle";
-import { responds, sse } from "../openapi/declare";
+import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
 
@@ -56,7 +56,7 @@ export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromE
           summary: `${route.summary}${stream ? " as a stream" : ""} (${v})`,
           params: model,
           body: route.body,
-          declared: responds({ 200: route.success }, [...route.errors]),
+          declared: responds({ 200: stream ? jsonArrayStream(route.success) : route.success }, [...route.errors]),
         })),
       ),
     ];
@@ -64,6 +64,12 @@ export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromE
   ["/v1/models/*", [{ path: "/v1/models/{id_or_name}", params: { id_or_name: "Model id, catalog display name, or `<provider>/<model>`" } }]],
 ]);
 const NO_OPTIONS = {};
+
+/** A streaming action's answer: SSE with `alt=sse`, else the chunks as one JSON array (the vendor's default framing). */
+function jsonArrayStream(success: Success): Success {
+  if (!success || !("sse" in success) || !success.json) return success;
+  return { sse: `${success.sse} Without \`alt=sse\`: one JSON array of those chunks (application/json), streamed.`, json: t.Array(success.json) };
+}
 
 /** A validated body that names its model (the schemas of model-in-body routes require `model`). */
 type ModelBody = Record<string, unknown> & { model: string };
