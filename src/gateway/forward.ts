@@ -138,12 +138,15 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const timed = (h: Headers) => (h.set("server-timing", timing.header()), h);
   const arrayHeaders = (res: Response, c: Candidate) => timed(markProvider(new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" }), c.provider, attempts));
   // Candidates this organization was rate limited on, until the upstream's asked wait ends.
+  // (No copy of the list unless some organization is rate limited somewhere: the usual case.)
   let limitedUntil = 0;
-  const candidates = call.candidates.filter((c) => {
-    const until = d.router.limitedUntil(c, org);
-    if (until) limitedUntil = limitedUntil ? Math.min(limitedUntil, until) : until;
-    return !until;
-  });
+  const candidates = !d.router.anyLimited()
+    ? call.candidates
+    : call.candidates.filter((c) => {
+        const until = d.router.limitedUntil(c, org);
+        if (until) limitedUntil = limitedUntil ? Math.min(limitedUntil, until) : until;
+        return !until;
+      });
   if (!candidates.length) {
     record(429);
     const wait = retryAfterHeader(limitedUntil - Date.now());

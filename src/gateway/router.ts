@@ -216,6 +216,11 @@ export class Router {
     this.limited.set(k, h);
   }
 
+  /** Whether any organization has a rate-limit entry (running or expired) on any candidate. */
+  anyLimited(): boolean {
+    return this.limited.size !== 0;
+  }
+
   /** When the organization's rate-limit cool-down of a candidate ends (0: none running). */
   limitedUntil(c: Candidate, organizationId: string): number {
     if (this.limited.size === 0) return 0;

@@ -66,6 +66,23 @@ test("retrieve, input_items, cancel, delete go to the provider that created the 
   expect(rows.reduce((n, r) => n + r.inputTokens, 0)).toBe(7);
 });
 
+test("streamed retrieve replays the events after starting_after, unmetered", async () => {
+  const created = await openai.responses.create({ model: "resp-model", input: "replay me" });
+  const before = (await usageOf(svc, keyId)).reduce((n, r) => n + r.inputTokens, 0);
+  const stream = await openai.responses.retrieve(created.id, { stream: true, starting_after: 1 });
+  const seen: number[] = [];
+  let text = "";
+  for await (const ev of stream) {
+    seen.push(ev.sequence_number);
+    if (ev.type === "response.output_text.delta") text += ev.delta;
+  }
+  expect(seen).toEqual([2, 3]);
+  expect(text).toBe("ne");
+  expect(up.seen.at(-1)).toMatchObject({ method: "GET", path: `/v1/responses/${created.id}`, search: "?stream=true&starting_after=1" });
+  await Bun.sleep(50);
+  expect((await usageOf(svc, keyId)).reduce((n, r) => n + r.inputTokens, 0)).toBe(before);
+});
+
 test("background create, then poll to completion; usage counted once", async () => {
   const before = (await usageOf(svc, keyId)).reduce((n, r) => n + r.outputTokens, 0);
   let r = await openai.responses.create({ model: "resp-model", input: "long task", background: true });

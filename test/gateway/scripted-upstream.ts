@@ -64,6 +64,17 @@ export function scriptedUpstream(): ScriptedUpstream {
           r.json = { ...r.json, status: "cancelled" };
           return Response.json(r.json);
         }
+        if (url.searchParams.get("stream") === "true") {
+          // A replay of the response's events, after `starting_after` when given.
+          const after = Number(url.searchParams.get("starting_after") ?? -1);
+          const events = [
+            { type: "response.created", sequence_number: 0, response: { ...r.json, status: "in_progress", output: [], usage: null } },
+            { type: "response.output_text.delta", sequence_number: 1, item_id: `msg_out_${r.json.id}`, output_index: 0, content_index: 0, delta: "fi" },
+            { type: "response.output_text.delta", sequence_number: 2, item_id: `msg_out_${r.json.id}`, output_index: 0, content_index: 0, delta: "ne" },
+            { type: "response.completed", sequence_number: 3, response: r.json },
+          ].filter((e) => e.sequence_number > after);
+          return new Response(events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(""), { headers: { "content-type": "text/event-stream" } });
+        }
         if (m[2] === "/input_items") return Response.json({ object: "list", data: r.input, first_id: r.input[0]?.id ?? null, last_id: r.input.at(-1)?.id ?? null, has_more: false });
         if (r.json.status === "queued" || r.json.status === "in_progress") {
           r.polls++;
