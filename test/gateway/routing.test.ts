@@ -257,6 +257,17 @@ describe("fallback before the first byte", () => {
     expect(rows.filter((u) => ["dead-only", "broken-only", "slow"].includes(u.publicModel)).map((u) => u.status).sort()).toEqual([500, 503, 504]);
   });
 
+  test("every candidate cooling down: the gateway's 503 says when the earliest recovers (Retry-After)", async () => {
+    // A second 5xx (cooldownFailures: 2) starts its cool-down of 60 s.
+    expect((await chat("broken-only", "always failing").catch((e) => e)).status).toBe(500);
+    const cooling = await chat("broken-only", "always failing").catch((e) => e);
+    expect(cooling).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(cooling.status).toBe(503);
+    const wait = Number(cooling.headers.get("retry-after"));
+    expect(wait).toBeGreaterThan(30);
+    expect(wait).toBeLessThanOrEqual(60);
+  });
+
   test("<provider>/<model> selects a provider; weights order candidates", async () => {
     expect((await chat("secondary/gpt-4o-mini", "who answers")).choices[0].message.content).toBe("from secondary");
     expect(secondary.getLastRequest()!.body).toMatchObject({ model: "gpt-4o-mini" });
