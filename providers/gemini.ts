@@ -59,7 +59,8 @@ export default definePlugin({
         if (req.protocol !== "generateContent" && req.protocol !== "interactions") return `${v}/models/${encodeURIComponent(req.model)}:${req.protocol}`;
         if (req.protocol === "interactions") return req.interactionId ? `${v}/interactions/${encodeURIComponent(req.interactionId)}` : `${v}/interactions`;
         const model = encodeURIComponent(req.model);
-        return req.stream ? `${v}/models/${model}:streamGenerateContent?alt=sse` : `${v}/models/${model}:generateContent`;
+        if (!req.stream) return `${v}/models/${model}:generateContent`;
+        return req.streamFormat === "json-array" ? `${v}/models/${model}:streamGenerateContent` : `${v}/models/${model}:streamGenerateContent?alt=sse`;
       },
       headers: (req) => (req.protocol === "chat" || req.protocol === "embeddings" ? chatHeaders : nativeHeaders),
     });

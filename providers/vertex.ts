@@ -90,7 +90,8 @@ function pathFor(prefix: string, req: UpstreamRequest): string {
   const model = encodeURIComponent(req.model);
   if (req.protocol === "messages") return `${prefix}/anthropic/models/${model}:${req.stream ? "streamRawPredict" : "rawPredict"}`;
   if (req.protocol !== "generateContent") return `${prefix}/google/models/${model}:${req.protocol}`;
-  return `${prefix}/google/models/${model}:${req.stream ? "streamGenerateContent?alt=sse" : "generateContent"}`;
+  if (!req.stream) return `${prefix}/google/models/${model}:generateContent`;
+  return `${prefix}/google/models/${model}:${req.streamFormat === "json-array" ? "streamGenerateContent" : "streamGenerateContent?alt=sse"}`;
 }
 
 /** The key itself when it looks like JSON, else the path of a key file. */

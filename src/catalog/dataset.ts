@@ -90,6 +90,18 @@ export function seedEntries(sources: readonly VendorSource[], now = new Date()):
 }
 
 /**
+ * Dataset keys of a vendor that its own price rule matches (an alias the vendor's API
+ * takes, e.g. `claude-sonnet-4-5` under `starts_with: claude-sonnet-4-5`), not deprecated,
+ * in the id alphabet. Family names that are not API ids are kept out by the same test as
+ * listed ids (`LISTABLE_ID`) and by the deprecation mark of old families.
+ */
+export function selfMatchingIds(source: VendorSource): string[] {
+  return priceModels(source)
+    .filter((info) => !info.deprecated && (LISTABLE_ID.test(info.id) || source.listable?.test(info.id)) && matches(info.match, info.id))
+    .map((info) => info.id);
+}
+
+/**
  * An entry for an id the listing does not hold but a vendor's price rules match
  * (dated snapshots, fine-tunes): the vendor and price are known, so it can be routed and billed.
  */

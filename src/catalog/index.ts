@@ -2,7 +2,7 @@ import { calcPrice, type ModelInfo } from "@pydantic/genai-prices";
 import { ConfigError } from "../config";
 import type { Services } from "../services";
 import { type CatalogConfig, parseCatalogConfig } from "./config";
-import { type Entry, entryByPattern, seedEntries, type VendorSource, vendorSources } from "./dataset";
+import { type Entry, entryByPattern, seedEntries, selfMatchingIds, type VendorSource, vendorSources } from "./dataset";
 import { ruleCost } from "./pricing";
 import type { Catalog, CatalogModel, TokenUsage } from "./types";
 
@@ -47,6 +47,22 @@ class ModelCatalog implements Catalog {
   byVendor(vendor: string): CatalogModel[] {
     return this.vendors.get(vendor) ?? [];
   }
+
+  aliasesOf(vendor: string): readonly string[] {
+    if (!this.useDataset) return [];
+    let ids = this.aliases.get(vendor);
+    if (!ids) {
+      const out: string[] = [];
+      for (const source of this.sources) {
+        if (source.vendor !== vendor) continue;
+        // Only ids that resolve to this vendor (the first source to match an id owns it).
+        for (const id of selfMatchingIds(source)) if (!this.entries.has(id) && !this.hidden.has(id) && this.get(id)?.vendor === vendor) out.push(id);
+      }
+      this.aliases.set(vendor, (ids = out));
+    }
+    return ids;
+  }
+  private readonly aliases = new Map<string, readonly string[]>();
 
   cost(modelId: string, usage: TokenUsage, at = Date.now()): number | undefined {
     const entry = this.entry(modelId);

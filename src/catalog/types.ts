@@ -33,6 +33,12 @@ export interface Catalog {
   get(id: string): CatalogModel | undefined;
   byVendor(vendor: string): CatalogModel[];
   /**
+   * Ids of a vendor the list does not hold that its API accepts as they are: the price
+   * dataset's keys its own rules match (aliases such as `claude-sonnet-4-5`, answered by
+   * `get` through the pattern). Listings show them beside `byVendor`.
+   */
+  aliasesOf?(vendor: string): readonly string[];
+  /**
    * USD for a request, or undefined when the model has no known price. `at` (epoch ms,
    * default now): when the request was made, for prices that depend on the date or the
    * time of day.

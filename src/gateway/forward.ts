@@ -6,8 +6,12 @@ import type { UsageMeter } from "../metering";
 import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
+import type { UpstreamRequest } from "./provider";
 import type { Candidate, Router } from "./router";
+import { completeJsonArray, pipeJsonArray } from "./json-array-stream";
 import { completeSse, pipeSse } from "./stream";
+import { Timing } from "./timing";
+import { passedHeaders, retryAfterHeader, retryAfterMs, type UpstreamAnswer } from "./upstream-errors";
 
 /** One model request, as a surface hands it to the data path. */
 export interface Call {
@@ -21,6 +25,12 @@ export interface Call {
   stripUsage?: boolean;
   /** Interactions read. */
   interactionId?: string;
+  /** A call on a stored resource (see UpstreamRequest.resource). */
+  resource?: UpstreamRequest["resource"];
+  /** The stream goes as one JSON array, not SSE (see json-array-stream.ts). */
+  streamFormat?: UpstreamRequest["streamFormat"];
+  /** Usage seen is not recorded (reads of something already metered, token counts). */
+  unmetered?: boolean;
   request: Request;
   auth: AuthContext;
   requestId: string;
@@ -90,6 +100,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
   if (access) noteModelAccess(call.request, access);
   const record = (status: number) => {
+    if (call.unmetered) {
+      usage.inputTokens = usage.outputTokens = 0;
+      usage.cachedTokens = undefined;
+    }
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
     if (access) {
       access.provider = used?.provider;
@@ -119,10 +133,33 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
     });
   };
 
+  const org = call.auth.organizationId;
+  const timing = new Timing(call.startedAt);
+  const timed = (h: Headers) => (h.set("server-timing", timing.header()), h);
+  const arrayHeaders = (res: Response, c: Candidate) => timed(markProvider(new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" }), c.provider, attempts));
+  // Candidates this organization was rate limited on, until the upstream's asked wait ends.
+  // (No copy of the list unless some organization is rate limited somewhere: the usual case.)
+  let limitedUntil = 0;
+  const candidates = !d.router.anyLimited()
+    ? call.candidates
+    : call.candidates.filter((c) => {
+        const until = d.router.limitedUntil(c, org);
+        if (until) limitedUntil = limitedUntil ? Math.min(limitedUntil, until) : until;
+        return !until;
+      });
+  if (!candidates.length) {
+    record(429);
+    const wait = retryAfterHeader(limitedUntil - Date.now());
+    throw new ApiError(429, `the upstream of model '${call.publicModel}' rate limited this organization; retry after ${wait} s`, {
+      headers: { "retry-after": wait, "server-timing": timing.header() },
+    });
+  }
   let last: { status: number; message: string } = { status: 503, message: "no provider candidate was available" };
+  // The last error answer an upstream gave (429, 5xx): what the client gets when no candidate is left.
+  let lastAnswer: (UpstreamAnswer & { candidate: Candidate }) | undefined;
   let resent = false;
-  for (let i = 0; i < call.candidates.length; i++) {
-    const c = call.candidates[i];
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i];
     used = c;
     const attempt = seen?.attempt(c, i);
     const ac = new AbortController();
@@ -134,6 +171,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       ac.abort(TIMEOUT);
     }, d.options.timeoutMs);
     const settle = () => {
+      timing.done();
       clearTimeout(timer);
       call.request.signal.removeEventListener("abort", onClientGone);
     };
@@ -143,6 +181,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
     try {
       attempts++;
       sent = call.body(c);
+      timing.sent();
       const res = await c.upstream.send({
         protocol: call.protocol,
         model: c.model,
@@ -151,14 +190,20 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         clientHeaders: call.request.headers,
         signal: ac.signal,
         interactionId: call.interactionId,
+        resource: call.resource,
+        streamFormat: call.streamFormat,
         traceparent: attempt?.traceparent,
       });
       answered = true;
+      timing.answered();
       if (retryable(res.status)) {
         const detail = await res.text().catch(() => "");
         settle();
         attempt?.end(res.status === 429 ? "rate_limited" : "server_error", res.status);
-        d.router.failed(c);
+        // A rate limit is about this organization's traffic (see Router.rateLimited); a 5xx about the upstream.
+        if (res.status === 429) d.router.rateLimited(c, org, retryAfterMs(res.headers, detail));
+        else d.router.failed(c);
+        lastAnswer = { status: res.status, body: detail, headers: res.headers, candidate: c };
         last = { status: res.status, message: `provider ${c.provider} answered ${res.status}${detail ? `: ${clip(detail)}` : ""}` };
         continue;
       }
@@ -177,7 +222,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         answer = text;
         record(res.status);
         const refused = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
-        return new Response(text, { status: res.status, headers: markProvider(refused, c.provider, attempts) });
+        return new Response(text, { status: res.status, headers: timed(markProvider(refused, c.provider, attempts)) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
       // build a JavaScript stream over a body that may be complete already.
@@ -186,14 +231,14 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         const text = await res.text();
         settle();
         attempt?.end("ok", res.status);
-        d.router.succeeded(c);
+        d.router.succeeded(c, org);
         const json = parseJson(text);
         if (json) codec.usageFromBody(json, usage);
         const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
         if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = usage.cachedTokens = 0;
         answer = text;
         record(res.status);
-        return new Response(text, { status: res.status, headers: markProvider(headers, c.provider, attempts) });
+        return new Response(text, { status: res.status, headers: timed(markProvider(headers, c.provider, attempts)) });
       }
       const pipe = {
         codec,
@@ -219,9 +264,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
           continue;
         }
         attempt?.end("ok", res.status);
-        d.router.succeeded(c);
+        d.router.succeeded(c, org);
         if (call.onStreamStart) await call.onStreamStart(whole, c);
-        return new Response(completeSse(whole, pipe), { status: res.status, headers: streamHeaders(c.provider, attempts) });
+        if (call.streamFormat === "json-array") return new Response(completeJsonArray(whole, usage, codec, record), { status: res.status, headers: arrayHeaders(res, c) });
+        return new Response(completeSse(whole, pipe), { status: res.status, headers: timed(new Headers(streamHeaders(c.provider, attempts))) });
       }
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
@@ -236,10 +282,11 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         continue;
       }
       attempt?.end("ok", res.status);
-      d.router.succeeded(c);
+      d.router.succeeded(c, org);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
+      if (call.streamFormat === "json-array") return new Response(pipeJsonArray(first.value, reader, pipe), { status: res.status, headers: arrayHeaders(res, c) });
       const body = pipeSse(first.value, reader, pipe);
-      return new Response(body, { status: res.status, headers: streamHeaders(c.provider, attempts) });
+      return new Response(body, { status: res.status, headers: timed(new Headers(streamHeaders(c.provider, attempts))) });
     } catch (e) {
       settle();
       attempt?.end(timedOut ? "timeout" : isNetworkError(e) ? "unreachable" : call.request.signal.aborted ? "canceled" : "rejected");
@@ -272,11 +319,22 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         : { status: 503, message: `provider ${c.provider} is unreachable: ${(e as Error)?.message ?? String(e)}` };
     }
   }
-  // Every candidate failed before the first byte: 504 when the last one timed out,
-  // 502 when it answered with an error, 503 when it could not be reached at all.
+  // Every candidate failed before the first byte. When one of them answered (429, 5xx),
+  // the client gets the last such answer as the upstream gave it: its status, body and
+  // the headers that say when to come back, so each SDK raises its own error class
+  // (RateLimitError with the wait) and retries as the upstream asked.
+  if (lastAnswer) {
+    used = lastAnswer.candidate;
+    answer = lastAnswer.body;
+    record(lastAnswer.status);
+    const headers = timed(markProvider(passedHeaders(lastAnswer.headers), used.provider, attempts));
+    return new Response(lastAnswer.body, { status: lastAnswer.status, headers });
+  }
+  // None answered: 504 when the last one timed out, 502 when its stream ended before any
+  // content, 503 when it could not be reached at all.
   const status = last.status === 504 ? 504 : last.status >= 500 && last.status !== 503 ? 502 : 503;
   record(status);
-  throw new ApiError(status, status === 503 ? `all provider candidates are unavailable (${last.message})` : last.message);
+  throw new ApiError(status, status === 503 ? `all provider candidates are unavailable (${last.message})` : last.message, { headers: { "server-timing": timing.header() } });
 }
 
 /** A stream that ended before its first byte: the next candidate may still answer. */

@@ -81,7 +81,9 @@ export class Gateway {
   forwardPathModel(protocol: Protocol, inc: Incoming, model: string, stream: boolean, body: unknown): Promise<Response> {
     const candidates = this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
     const raw = rawBodies.get(inc.request) ?? JSON.stringify(body);
-    return forward(this.deps, { protocol, publicModel: model, stream, candidates, body: () => raw, ...inc });
+    // Without `alt=sse` the generative vendor streams one JSON array: passed through as asked.
+    const streamFormat = stream && !/[?&]alt=sse(&|$)/.test(inc.request.url) ? ("json-array" as const) : undefined;
+    return forward(this.deps, { protocol, publicModel: model, stream, candidates, body: () => raw, streamFormat, ...inc });
   }
 
   compat(protocol: Protocol, inc: Incoming, stream: boolean, json?: Record<string, unknown>) {
@@ -101,6 +103,8 @@ export class Gateway {
     for (const p of this.providers.values()) {
       for (const id of p.provider.models) add(id, p.name);
       for (const m of catalog.byVendor(p.provider.vendor)) add(m.id, p.name, m.created);
+      // Aliases the catalog resolves by pattern (claude-sonnet-4-5): routable, so listed.
+      for (const id of catalog.aliasesOf?.(p.provider.vendor) ?? []) add(id, p.name);
     }
     this.listing = [...seen.values()];
     return this.listing;

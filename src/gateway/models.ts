@@ -6,11 +6,26 @@ import type { Services } from "../services";
 import type { Gateway } from "./gateway";
 import { NO_PROVIDER_HINT, vendorProviderHint } from "./hints";
 
+/**
+ * The generative-vendor SDK reads `/v1/models` at its default API version: asked with its
+ * credential header (`x-goog-api-key`), a model also carries that vendor's Model fields
+ * (and a listing its `models`), so one published shape serves every SDK.
+ */
+const genvendorFields = {
+  name: t.Optional(t.String({ description: "`models/<id>` (generative-vendor SDK, `x-goog-api-key` only)" })),
+  baseModelId: t.Optional(t.String()),
+  displayName: t.Optional(t.String()),
+  inputTokenLimit: t.Optional(t.Integer()),
+  outputTokenLimit: t.Optional(t.Integer()),
+  supportedGenerationMethods: t.Optional(t.Array(t.String())),
+};
+
 const ModelObject = named("Model", t.Object({
   id: t.String(),
   object: t.Literal("model"),
   created: t.Integer({ description: "Unix seconds (release date where known, else 0)" }),
   owned_by: t.String({ description: "Provider instance that serves it" }),
+  ...genvendorFields,
 }));
 
 const ModelMeta = named("CatalogModel", t.Object({
@@ -42,28 +57,48 @@ const MAX_PAGE = 1000;
 /** Model catalog lookup (spec: `GET /v1/models`, `GET /v1/models/{id_or_name}`, `GET /api/models`). */
 export function modelRoutes(s: Services, g: Gateway) {
   const catalog = catalogFor(s);
+  const gv = genvendorModels(s, g);
   const toObject = (m: { id: string; created: number; ownedBy: string }) => ({ id: m.id, object: "model" as const, created: m.created, owned_by: m.ownedBy });
   return new Elysia()
     .get(
       "/v1/models",
-      () => {
+      ({ request, query }) => {
+        // The generative-vendor SDK lists models at /v1/models too (its default API version).
+        if (genvendorStyle(request.headers)) {
+          const page = gv.list(query.pageSize, query.pageToken);
+          const data = page.models.map((m) => ({ id: m.baseModelId, object: "model" as const, created: 0, owned_by: "gateway", ...m }));
+          return { object: "list" as const, data, ...page };
+        }
         const data = g.listModels().map(toObject);
         // An empty list says why, in a field OpenAI list readers ignore.
         return data.length ? { object: "list" as const, data } : { object: "list" as const, data, hint: NO_PROVIDER_HINT };
       },
       {
+        query: PageQuery,
         response: t.Object({
           object: t.Literal("list"),
           data: t.Array(ModelObject),
           hint: t.Optional(t.String({ description: "Only on an empty list: why it is empty (no model provider configured) and how to fix it" })),
+          models: t.Optional(t.Array(GenvendorModel, { description: "Generative-vendor SDK (`x-goog-api-key`) only: the page in its Model shape" })),
+          nextPageToken: t.Optional(t.String()),
         }),
-        detail: { tags, operationId: "listModels", summary: "List models", description: "Model ids the gateway can route: configured routes, provider model lists and the catalog models of every enabled vendor (OpenAI list shape). An empty list carries a `hint`." },
+        detail: {
+          tags,
+          operationId: "listModels",
+          summary: "List models",
+          description:
+            "Model ids the gateway can route: configured routes, provider model lists and the catalog models (and the aliases the catalog resolves) of every enabled vendor, in the OpenAI list shape. An empty list carries a `hint`. Called with `x-goog-api-key` (the generative-vendor SDK at API version v1), the generative-vendor listing instead.",
+        },
       },
     )
     .get(
       "/v1/models/*",
-      ({ params }) => {
+      ({ params, request }) => {
         const wanted = decodeURIComponent(params["*"]);
+        if (genvendorStyle(request.headers)) {
+          const m = gv.get(params["*"]);
+          return { id: m.baseModelId, object: "model" as const, created: catalog.get(m.baseModelId)?.created ?? 0, owned_by: "gateway", ...m };
+        }
         const list = g.listModels();
         const found =
           list.find((m) => m.id === wanted) ??
@@ -78,7 +113,14 @@ export function modelRoutes(s: Services, g: Gateway) {
       },
       {
         response: ModelObject,
-        detail: { tags, operationId: "getModel", ...responds({}, [404]), summary: "Get a model", description: "One routable model by id, by catalog display name, or as `<provider>/<model>`; 404 when the gateway cannot route it." },
+        detail: {
+          tags,
+          operationId: "getModel",
+          ...responds({}, [404]),
+          summary: "Get a model",
+          description:
+            "One routable model by id, by catalog display name, or as `<provider>/<model>`; 404 when the gateway cannot route it. Called with `x-goog-api-key` (the generative-vendor SDK's `models.get` at API version v1), the generative-vendor Model.",
+        },
       },
     )
     .get(
@@ -120,6 +162,36 @@ export function modelRoutes(s: Services, g: Gateway) {
  * Pages: `pageSize` (default 50, at most 1000) and the opaque `pageToken` it returns.
  */
 export function genvendorModelRoutes(s: Services, g: Gateway) {
+  const gv = genvendorModels(s, g);
+  return new Elysia()
+    .get("/v1beta/models", ({ query }) => gv.list(query.pageSize, query.pageToken), {
+      query: PageQuery,
+      response: GenvendorList,
+      detail: { tags, operationId: "listGenerateContentModels", summary: "List models (generative-vendor protocol)", description: "Models the gateway serves over generateContent, in the vendor's Model shape. `pageSize` (1-1000, default 50) and `pageToken` page through them." },
+    })
+    .get("/v1beta/models/:model", ({ params }) => gv.get(params.model), {
+      params: t.Object({ model: t.String() }),
+      response: GenvendorModel,
+      detail: { tags, operationId: "getGenerateContentModel", summary: "Get a model (generative-vendor protocol)", description: "One model the gateway can serve over generateContent; 404 in the vendor's error shape otherwise." },
+    });
+}
+
+const PageQuery = t.Object(
+  { pageSize: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE, error: `pageSize must be an integer from 1 to ${MAX_PAGE}` })), pageToken: t.Optional(t.String()) },
+  { additionalProperties: true },
+);
+const GenvendorList = t.Object({ models: t.Array(GenvendorModel), nextPageToken: t.Optional(t.String()) });
+
+/**
+ * Whether a listing request speaks the generative-vendor SDK's credential style (its key
+ * in `x-goog-api-key`, no bearer token): that SDK reads `/v1/models` in its own shape.
+ */
+function genvendorStyle(h: Headers): boolean {
+  return !h.has("authorization") && (h.has("x-goog-api-key") || h.has("x-genvendor-api-key"));
+}
+
+/** The generative-vendor listing and lookup, shared by /v1beta/models and /v1/models. */
+function genvendorModels(s: Services, g: Gateway) {
   const catalog = catalogFor(s);
   const serving = () => g.listModels().filter((m) => g.providers.get(m.ownedBy)?.serves.includes("generateContent"));
   const modelOf = (id: string) => {
@@ -133,49 +205,31 @@ export function genvendorModelRoutes(s: Services, g: Gateway) {
       supportedGenerationMethods: ["generateContent", "streamGenerateContent"],
     };
   };
-  return new Elysia()
-    .get(
-      "/v1beta/models",
-      ({ query }) => {
-        const size = query.pageSize ?? 50;
-        const offset = query.pageToken ? pageOffset(query.pageToken) : 0;
-        const all = serving();
-        const page = all.slice(offset, offset + size).map((m) => modelOf(m.id));
-        const next = offset + size < all.length ? Buffer.from(`o${offset + size}`).toString("base64url") : undefined;
-        return { models: page, ...(next ? { nextPageToken: next } : {}) };
-      },
-      {
-        query: t.Object(
-          { pageSize: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE, error: `pageSize must be an integer from 1 to ${MAX_PAGE}` })), pageToken: t.Optional(t.String()) },
-          { additionalProperties: true },
-        ),
-        response: t.Object({ models: t.Array(GenvendorModel), nextPageToken: t.Optional(t.String()) }),
-        detail: { tags, operationId: "listGenerateContentModels", summary: "List models (generative-vendor protocol)", description: "Models the gateway serves over generateContent, in the vendor's Model shape. `pageSize` (1-1000, default 50) and `pageToken` page through them." },
-      },
-    )
-    .get(
-      "/v1beta/models/:model",
-      ({ params }) => {
-        const id = decodeURIComponent(params.model).replace(/^models\//, "");
-        // Anything the generateContent route could serve: listed ids, catalog ids and aliases
-        // of a vendor with a native provider, `<provider>/<model>`.
-        if (!serving().some((m) => m.id === id)) {
-          try {
-            g.router.candidates(id, "generateContent");
-          } catch {
-            const vendor = catalog.get(id)?.vendor;
-            const unserved = vendor !== undefined && ![...g.providers.values()].some((p) => p.provider.vendor === vendor);
-            throw new ApiError(404, unserved ? `models/${id} is not found: ${vendorProviderHint(vendor)}` : `models/${id} is not found`);
-          }
+  return {
+    list(pageSize: number | undefined, pageToken: string | undefined) {
+      const size = pageSize ?? 50;
+      const offset = pageToken ? pageOffset(pageToken) : 0;
+      const all = serving();
+      const page = all.slice(offset, offset + size).map((m) => modelOf(m.id));
+      const next = offset + size < all.length ? Buffer.from(`o${offset + size}`).toString("base64url") : undefined;
+      return { models: page, ...(next ? { nextPageToken: next } : {}) };
+    },
+    get(model: string) {
+      const id = decodeURIComponent(model).replace(/^models\//, "");
+      // Anything the generateContent route could serve: listed ids, catalog ids and aliases
+      // of a vendor with a native provider, `<provider>/<model>`.
+      if (!serving().some((m) => m.id === id)) {
+        try {
+          g.router.candidates(id, "generateContent");
+        } catch {
+          const vendor = catalog.get(id)?.vendor;
+          const unserved = vendor !== undefined && ![...g.providers.values()].some((p) => p.provider.vendor === vendor);
+          throw new ApiError(404, unserved ? `models/${id} is not found: ${vendorProviderHint(vendor)}` : `models/${id} is not found`);
         }
-        return modelOf(id);
-      },
-      {
-        params: t.Object({ model: t.String() }),
-        response: GenvendorModel,
-        detail: { tags, operationId: "getGenerateContentModel", summary: "Get a model (generative-vendor protocol)", description: "One model the gateway can serve over generateContent; 404 in the vendor's error shape otherwise." },
-      },
-    );
+      }
+      return modelOf(id);
+    },
+  };
 }
 
 function pageOffset(token: string): number {

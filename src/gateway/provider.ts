@@ -20,6 +20,14 @@ export interface UpstreamRequest {
   signal: AbortSignal;
   /** Interactions: read one upstream Interaction by id (GET) instead of creating one. */
   interactionId?: string;
+  /**
+   * A call on a stored resource of the protocol instead of a create (Responses API:
+   * `/{id}`, `/{id}/cancel`, `/{id}/input_items`, `/input_tokens`): the method, the path
+   * appended to the protocol's path, and the client's query string (without `?`).
+   */
+  resource?: { method: "GET" | "POST" | "DELETE"; path: string; query?: string };
+  /** A stream the client asked for as one JSON array (generateContent without `alt=sse`) instead of SSE. */
+  streamFormat?: "json-array";
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
   traceparent?: string;
   /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
@@ -125,8 +133,8 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
     models: spec.models ?? [],
     incompatible: spec.incompatible,
     send(req) {
-      return fetch(base + spec.path(req), {
-        method: req.body === undefined ? "GET" : "POST",
+      return fetch(base + withResource(spec.path(req), req.resource), {
+        method: req.resource?.method ?? (req.body === undefined ? "GET" : "POST"),
         headers: req.traceparent ? { ...spec.headers(req), traceparent: req.traceparent } : spec.headers(req),
         body: req.body,
         signal: req.signal,
@@ -135,6 +143,15 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
       });
     },
   };
+}
+
+/** A protocol path with a resource call's path and query added (before and after the path's own query, e.g. Azure's api-version). */
+function withResource(path: string, r: UpstreamRequest["resource"]): string {
+  if (!r) return path;
+  const q = path.indexOf("?");
+  const own = q < 0 ? "" : path.slice(q + 1);
+  const query = [own, r.query ?? ""].filter(Boolean).join("&");
+  return (q < 0 ? path : path.slice(0, q)) + r.path + (query ? `?${query}` : "");
 }
 
 /** The first non-empty value among client headers (real wire names first, neutral spellings after). */

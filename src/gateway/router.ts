@@ -1,6 +1,7 @@
 import { unstorable } from "../http/body";
 import { ApiError } from "../http/errors";
 import { vendorProviderHint } from "./hints";
+import { retryAfterHeader } from "./upstream-errors";
 import { ConfigError } from "../config";
 import type { GatewayConfig } from "./config";
 import { type Protocol, PROTOCOL_SPECS, PROTOCOLS } from "./protocols";
@@ -114,7 +115,11 @@ export class Router {
       const h = this.health.get(c.key);
       return !h || h.until <= now;
     });
-    if (!live.length) throw new ApiError(503, `all provider candidates for model '${model}' are unavailable; try again later`);
+    if (!live.length) {
+      // The earliest recovery tells the client when to come back (SDKs wait exactly that long).
+      const soonest = Math.min(...ordered.map((c) => this.health.get(c.key)?.until ?? now));
+      throw new ApiError(503, `all provider candidates for model '${model}' are unavailable; try again later`, { headers: { "retry-after": retryAfterHeader(soonest - now) } });
+    }
     return live;
   }
 
@@ -181,9 +186,55 @@ export class Router {
     this.health.set(c.key, h);
   }
 
-  succeeded(c: Candidate): void {
+  succeeded(c: Candidate, organizationId?: string): void {
     if (this.health.size !== 0) this.health.delete(c.key);
+    if (this.limited.size !== 0 && organizationId !== undefined) this.limited.delete(limitKey(organizationId, c));
   }
+
+  /**
+   * Rate limits (429) cool a candidate down for the organization that got them only.
+   * Threat: one tenant's burst (or retries) against an upstream's limit put the model in
+   * cool-down for every organization, a denial of service by one customer. Another
+   * organization still reaches the upstream; if it is refused too, it gets its own
+   * cool-down. The wait is the one the upstream asked for (`retryMs`, see
+   * upstream-errors.ts); without one, `cooldownFailures` consecutive 429s start a cool-down
+   * of `cooldownSeconds`, as other failures do.
+   */
+  rateLimited(c: Candidate, organizationId: string, retryMs: number | undefined): void {
+    const k = limitKey(organizationId, c);
+    const now = Date.now();
+    const h = this.limited.get(k) ?? { failures: 0, until: 0 };
+    h.failures++;
+    if (retryMs !== undefined) h.until = now + retryMs;
+    else if (h.failures >= this.config.options.cooldownFailures) h.until = now + this.config.options.cooldownSeconds * 1000;
+    if (h.until > now) this.onCooldown?.(c);
+    // Bounded: organizations times candidates; expired entries go when it grows.
+    if (this.limited.size >= MAX_LIMITED && !this.limited.has(k)) {
+      for (const [key, v] of this.limited) if (v.until <= now) this.limited.delete(key);
+      if (this.limited.size >= MAX_LIMITED) this.limited.delete(this.limited.keys().next().value!);
+    }
+    this.limited.set(k, h);
+  }
+
+  /** Whether any organization has a rate-limit entry (running or expired) on any candidate. */
+  anyLimited(): boolean {
+    return this.limited.size !== 0;
+  }
+
+  /** When the organization's rate-limit cool-down of a candidate ends (0: none running). */
+  limitedUntil(c: Candidate, organizationId: string): number {
+    if (this.limited.size === 0) return 0;
+    const until = this.limited.get(limitKey(organizationId, c))?.until ?? 0;
+    return until > Date.now() ? until : 0;
+  }
+  /** Per organization and candidate: consecutive 429s and the end of the cool-down they asked for. */
+  private readonly limited = new Map<string, { failures: number; until: number }>();
+}
+
+const MAX_LIMITED = 100_000;
+
+function limitKey(organizationId: string, c: Candidate): string {
+  return organizationId + "\u0000" + c.key;
 }
 
 /** Threat: a client-chosen model name of megabytes echoed back in every error body. */

@@ -10,7 +10,8 @@ import { createInteraction, getInteraction } from "./interactions";
 import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
 import type { ModelInPathRoute } from "./protocols/spec";
-import { responds, sse } from "../openapi/declare";
+import { responseCreateHooks, responsesLifecycleRoutes } from "./responses-lifecycle";
+import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
 
@@ -23,7 +24,9 @@ export const gatewaySurfaces: Surface[] = [
   ...PROTOCOL_SPECS.flatMap(surfacesOf),
   // The rest of the generative-vendor API (model listing, Interactions, unknown methods) speaks that family too.
   { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
-  { prefix: "/v1/models", family: "chat", credentials: "bearer", scope: "models" },
+  // Every vendor SDK lists models here with its own credential header: OpenAI's bearer,
+  // Anthropic's `x-api-key`, the generative vendor's `x-goog-api-key` (API version v1).
+  { prefix: "/v1/models", family: "chat", credentials: "listing", scope: "models" },
   { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models" },
 ];
 
@@ -53,7 +56,7 @@ export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromE
           summary: `${route.summary}${stream ? " as a stream" : ""} (${v})`,
           params: model,
           body: route.body,
-          declared: responds({ 200: route.success }, [...route.errors]),
+          declared: responds({ 200: stream ? jsonArrayStream(route.success) : route.success }, [...route.errors]),
         })),
       ),
     ];
@@ -61,6 +64,12 @@ export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromE
   ["/v1/models/*", [{ path: "/v1/models/{id_or_name}", params: { id_or_name: "Model id, catalog display name, or `<provider>/<model>`" } }]],
 ]);
 const NO_OPTIONS = {};
+
+/** A streaming action's answer: SSE with `alt=sse`, else the chunks as one JSON array (the vendor's default framing). */
+function jsonArrayStream(success: Success): Success {
+  if (!success || !("sse" in success) || !success.json) return success;
+  return { sse: `${success.sse} Without \`alt=sse\`: one JSON array of those chunks (application/json), streamed.`, json: t.Array(success.json) };
+}
 
 /** A validated body that names its model (the schemas of model-in-body routes require `model`). */
 type ModelBody = Record<string, unknown> & { model: string };
@@ -83,7 +92,10 @@ export function gatewayRoutes(s: Services) {
       ({ body, request, auth, requestId, startedAt }) => {
         check?.(body);
         const patch = forceUsage?.(body as ModelBody);
-        return g.forwardJson(name, { request, auth, requestId, startedAt }, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
+        const inc = { request, auth, requestId, startedAt };
+        // A response id is remembered with the candidate that served it (responses-lifecycle.ts).
+        const extra = name === "responses" ? responseCreateHooks(g, inc, body as ModelBody) : undefined;
+        return g.forwardJson(name, inc, body as ModelBody, patch || extra ? { patch, stripUsage: patch ? true : undefined, extra } : NO_OPTIONS);
       },
       { body: route.body, detail: { tags, operationId: route.operationId, ...responds({ 200: route.success }, [...route.errors]), summary: route.summary, description: route.description } },
     );
@@ -144,7 +156,7 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, operationId: id("getInteraction"), ...responds({ 200: Interaction }, [404, 502, 503, 504]), summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+  return app.use(responsesLifecycleRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }
 
 /**

@@ -25,3 +25,24 @@ export const gatewayInteractions = pgTable(
   },
   (t) => [index("gateway_interactions_key_idx").on(t.keyId)],
 );
+
+/**
+ * Provider affinity of Responses API ids: which candidate served a response, for which
+ * organization and key. Retrieve, delete, cancel and input items go to that provider
+ * only (another one cannot know the id); another organization's id is unknown (404).
+ */
+export const gatewayResponses = pgTable(
+  "gateway_responses",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull(),
+    keyId: text("key_id").notNull(),
+    provider: text("provider").notNull(),
+    upstreamModel: text("upstream_model").notNull(),
+    publicModel: text("public_model").notNull(),
+    /** Usage of the finished response was recorded (create or a later read): never count it twice. */
+    metered: boolean("metered").notNull().default(false),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("gateway_responses_org_idx").on(t.organizationId)],
+);

@@ -52,6 +52,8 @@ export function extractCredential(style: CredentialStyle, request: Request, url:
       return header(request, "x-goog-api-key", "x-genvendor-api-key") ?? bearer(request) ?? queryKey(url);
     case "sandbox":
       return bearer(request) ?? header(request, "x-api-key");
+    case "listing":
+      return bearer(request) ?? header(request, "x-api-key", "x-goog-api-key", "x-genvendor-api-key");
     case "none":
       return undefined;
   }

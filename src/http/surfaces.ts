@@ -8,6 +8,11 @@ export type CredentialStyle =
   | "messages"
   /** `x-goog-api-key` (or the neutral `x-genvendor-api-key`), then Bearer, then `?key=` (/v1beta). */
   | "genvendor"
+  /**
+   * Bearer, then `x-api-key`, then `x-goog-api-key` (or `x-genvendor-api-key`): the model
+   * listing, which each vendor's SDK reads with its own credential header.
+   */
+  | "listing"
   /** Bearer, then `X-API-Key` (sandbox API, as the E2B SDK sends it). */
   | "sandbox"
   /** `Authorization: Bearer <ADMIN_TOKEN>`; the admin API. */

@@ -68,6 +68,17 @@ export const ERROR_COMPONENTS: Record<string, Record<string, unknown>> = {
   },
 };
 
+/**
+ * A 429 on a model surface: the service's own refusal (flat) or the upstream's rate
+ * limit, passed through in the protocol's shape with its `Retry-After`.
+ */
+for (const family of ["Chat", "Messages", "Genvendor"]) {
+  ERROR_COMPONENTS[`${family}RateLimitError`] = {
+    description: `429 on a model surface: the service's own rate limit (flat), or the upstream's, passed through as the upstream gave it (${family}Error)`,
+    anyOf: [{ $ref: "#/components/schemas/FlatError" }, { $ref: `#/components/schemas/${family}Error` }],
+  };
+}
+
 const FAMILY_COMPONENT: Record<ErrorFamily, string> = {
   flat: "FlatError",
   agent: "AgentError",
@@ -98,11 +109,15 @@ const DESCRIPTIONS: Record<number, string> = {
 
 /** The response object for an error status of a surface. */
 export function errorResponse(surface: Surface, status: number): Record<string, unknown> {
-  // Rate-limit refusals are flat on every surface (spec: Rate limits).
-  const component = status === 429 ? "FlatError" : FAMILY_COMPONENT[surface.family];
+  // Rate-limit refusals of the service are flat on every surface (spec: Rate limits); on
+  // model surfaces an upstream's own rate limit passes through in the protocol's shape.
+  const family = FAMILY_COMPONENT[surface.family];
+  const passed = `${family.replace(/Error$/, "")}RateLimitError`;
+  const component = status !== 429 ? family : surface.passThrough && ERROR_COMPONENTS[passed] ? passed : "FlatError";
+  const schema = { $ref: `#/components/schemas/${component}` };
   return {
-    description: DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error"),
-    content: { "application/json": { schema: { $ref: `#/components/schemas/${component}` } } },
+    description: component === passed ? "Rate limit reached: the service's own (flat body), or the upstream's, passed through with its `Retry-After`" : (DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error")),
+    content: { "application/json": { schema } },
   };
 }
 
@@ -146,6 +161,8 @@ export function securityFor(surface: Surface): Record<string, string[]>[] {
       return [{ genvendorKey: [] }, { bearer: [] }, { queryKey: [] }];
     case "sandbox":
       return [{ bearer: [] }, { apiKeyHeader: [] }];
+    case "listing":
+      return [{ bearer: [] }, { apiKeyHeader: [] }, { genvendorKey: [] }];
     case "admin":
       return [{ adminToken: [] }];
     case "none":

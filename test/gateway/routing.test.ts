@@ -243,17 +243,29 @@ describe("fallback before the first byte", () => {
     expect(hits(secondary, "always failing")).toBe(4);
   });
 
-  test("all candidates unavailable: 503; upstream error: 502; timeout: 504", async () => {
+  test("all candidates unavailable: 503; upstream error: passed through; timeout: 504", async () => {
     const dead = await chat("dead-only", "anything").catch((e) => e);
     expect(dead).toBeInstanceOf(OpenAI.APIError);
     expect(dead.status).toBe(503);
     const broken = await chat("broken-only", "always failing").catch((e) => e);
-    expect(broken.status).toBe(502);
+    expect(broken.status).toBe(500);
     expect(broken.message).toContain("primary broke");
+    expect(broken.headers.get("server-timing")).toMatch(/^gateway;dur=[\d.]+, upstream;dur=[\d.]+$/);
     const slow = await chat("slow", "too slow").catch((e) => e);
     expect(slow.status).toBe(504);
     const rows = await usageOf(svc, keyId);
-    expect(rows.filter((u) => ["dead-only", "broken-only", "slow"].includes(u.publicModel)).map((u) => u.status).sort()).toEqual([502, 503, 504]);
+    expect(rows.filter((u) => ["dead-only", "broken-only", "slow"].includes(u.publicModel)).map((u) => u.status).sort()).toEqual([500, 503, 504]);
+  });
+
+  test("every candidate cooling down: the gateway's 503 says when the earliest recovers (Retry-After)", async () => {
+    // A second 5xx (cooldownFailures: 2) starts its cool-down of 60 s.
+    expect((await chat("broken-only", "always failing").catch((e) => e)).status).toBe(500);
+    const cooling = await chat("broken-only", "always failing").catch((e) => e);
+    expect(cooling).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(cooling.status).toBe(503);
+    const wait = Number(cooling.headers.get("retry-after"));
+    expect(wait).toBeGreaterThan(30);
+    expect(wait).toBeLessThanOrEqual(60);
   });
 
   test("<provider>/<model> selects a provider; weights order candidates", async () => {

@@ -106,11 +106,11 @@ describe("chat completions (openai SDK)", () => {
     expect(err.message).toContain("this request is invalid upstream");
   });
 
-  test("upstream 500 with no other candidate surfaces as InternalServerError (502)", async () => {
+  test("upstream 500 with no other candidate reaches the client as the upstream's own 500 and body", async () => {
     const err = await openai.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "explode" }] }).catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.InternalServerError);
-    expect(err.status).toBe(502);
-    expect(err.error).toMatchObject({ type: "server_error" });
+    expect(err.status).toBe(500);
+    expect(err.error).toMatchObject({ type: "server_error", message: "upstream exploded" });
   });
 
   test("validation: ranges and limits give 400 in the chat shape; unknown model 404", async () => {
@@ -205,8 +205,8 @@ describe("messages (@anthropic-ai/sdk)", () => {
     expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
     const boom = await anthropic.messages.create({ model: "claude-sonnet-4-5", max_tokens: 8, messages: [{ role: "user", content: "explode" }] }).catch((e) => e);
     expect(boom).toBeInstanceOf(Anthropic.InternalServerError);
-    expect(boom.status).toBe(502);
-    expect(boom.error).toMatchObject({ type: "error", error: { type: "api_error" } });
+    expect(boom.status).toBe(500);
+    expect(boom.error).toMatchObject({ type: "error", error: { message: "upstream exploded" } });
   });
 
   test("validation in the messages shape: max_tokens required, temperature 0..1", async () => {
@@ -291,7 +291,8 @@ describe("generateContent (@google/genai)", () => {
     expect(bad.status).toBe(400);
     const boom = await genai.models.generateContent({ model: "gemini-2.5-flash", contents: "explode" }).catch((e) => e);
     expect(boom).toBeInstanceOf(GenAIError);
-    expect(boom.status).toBe(502);
+    expect(boom.status).toBe(500);
+    expect(boom.message).toContain("upstream exploded");
   });
 
   test("validation and spec error shape", async () => {
