@@ -1,3 +1,7 @@
+import * as ai from "ai";
+import * as openaiSdk from "@ai-sdk/openai";
+import * as anthropicSdk from "@ai-sdk/anthropic";
+import * as googleSdk from "@ai-sdk/google";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,20 +10,8 @@ import { startTestService, type TestService } from "../helpers/service";
 import { scriptedUpstream, type ScriptedUpstream } from "./scripted-upstream";
 
 // Upstream errors through the Vercel AI SDK (`ai` with @ai-sdk/openai, @ai-sdk/anthropic,
-// @ai-sdk/google as devDependencies): its APICallError carries the upstream's status,
-// body and Retry-After, so its retry logic waits as the upstream asked. Providers that
-// are not installed are skipped.
-const load = async (name: string): Promise<any> => {
-  try {
-    return await import(name);
-  } catch {
-    return undefined;
-  }
-};
-const ai = await load("ai");
-const openaiSdk = await load("@ai-sdk/openai");
-const anthropicSdk = await load("@ai-sdk/anthropic");
-const googleSdk = await load("@ai-sdk/google");
+// @ai-sdk/google, devDependencies): its APICallError carries the upstream's status, body
+// and Retry-After, so its retry logic waits as the upstream asked.
 
 let up: ScriptedUpstream;
 let svc: TestService;
@@ -45,13 +37,13 @@ afterAll(async () => {
   up?.stop();
 });
 
-const failure = (model: unknown) => ai.generateText({ model, prompt: "hi", maxRetries: 0 }).then(
+const failure = (model: ai.LanguageModel) => ai.generateText({ model, prompt: "hi", maxRetries: 0 }).then(
   () => undefined,
   (e: any) => e,
 );
 
 describe("Vercel AI SDK", () => {
-  test.skipIf(!ai || !openaiSdk)("openai (chat and responses): 429 with Retry-After, 500 with the upstream's body", async () => {
+  test("openai (chat and responses): 429 with Retry-After, 500 with the upstream's body", async () => {
     const openai = openaiSdk.createOpenAI({ baseURL: `${svc.url}/v1`, apiKey: key });
     for (const model of [openai.chat("oa/limited"), openai.responses("oa/limited")]) {
       const err = await failure(model);
@@ -68,7 +60,7 @@ describe("Vercel AI SDK", () => {
     expect(ok.text).toBe("fine");
   });
 
-  test.skipIf(!ai || !anthropicSdk)("anthropic: 429 rate_limit_error with Retry-After", async () => {
+  test("anthropic: 429 rate_limit_error with Retry-After", async () => {
     const anthropic = anthropicSdk.createAnthropic({ baseURL: `${svc.url}/v1`, apiKey: key });
     const err = await failure(anthropic("an/limited"));
     expect(err.statusCode).toBe(429);
@@ -76,7 +68,7 @@ describe("Vercel AI SDK", () => {
     expect(err.responseBody).toContain("rate_limit_error");
   });
 
-  test.skipIf(!ai || !googleSdk)("google: 429 RESOURCE_EXHAUSTED", async () => {
+  test("google: 429 RESOURCE_EXHAUSTED", async () => {
     const google = googleSdk.createGoogleGenerativeAI({ baseURL: `${svc.url}/v1beta`, apiKey: key });
     const err = await failure(google("limited"));
     expect(err.statusCode).toBe(429);
