@@ -15,6 +15,8 @@ import json, queue, sys, threading
 from jupyter_client.manager import KernelManager
 
 PIECE = 65536
+# Set when the client of the run in progress went away: its output is read and dropped here.
+interrupted = threading.Event()
 
 MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
         "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf", "text/latex": "latex",
@@ -38,7 +40,7 @@ def run(code, silent=False):
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         kind, c = msg["msg_type"], msg["content"]
-        if silent:
+        if silent or interrupted.is_set():
             pass
         elif kind == "stream":
             text = c["text"]
@@ -62,6 +64,7 @@ def read_requests():
     for line in sys.stdin:
         req = json.loads(line)
         if req.get("interrupt"):
+            interrupted.set()
             km.interrupt_kernel()
         else:
             requests.put(req)
@@ -73,6 +76,7 @@ while True:
     req = requests.get()
     if req is None:
         break
+    interrupted.clear()
     if req.get("restart"):
         km.restart_kernel()
         kc.wait_for_ready(timeout=120)
