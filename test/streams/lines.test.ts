@@ -58,7 +58,7 @@ test("a 64 MB line in 64 KiB chunks is read in linear time and bounded memory", 
     [1024 * 1024, 64 * 1024 * 1024 - 1024 * 1024],
     [3, 0],
   ]);
-});
+}, 60_000);
 
 test("an abort signal ends the lines and releases the stream", async () => {
   const stop = new AbortController();
@@ -111,3 +111,21 @@ test("a producer that throws after the client went away writes nothing and ends 
   release();
   await Bun.sleep(10);
 });
+
+test("the model stream tap reads one 48 MB event in 64 KiB chunks in linear time (both line-end styles)", async () => {
+  const { protocolSpec } = await import("../../src/gateway/protocols");
+  const { SseTap } = await import("../../src/gateway/stream");
+  for (const eol of ["\n", "\r\n"]) {
+    const tap = new SseTap(protocolSpec("chat").codec, true, { inputTokens: 0, outputTokens: 0 });
+    const enc = new TextEncoder();
+    const started = performance.now();
+    expect(tap.push(enc.encode(`data: {"choices":[],"x":"`))).toBeUndefined();
+    const piece = enc.encode("y".repeat(65536));
+    for (let i = 0; i < 768; i++) tap.push(piece);
+    const out = tap.push(enc.encode(`"}${eol}${eol}data: [DONE]${eol}${eol}`));
+    // Loose: the quadratic tap took minutes on this; a linear one well under a second.
+    expect(performance.now() - started).toBeLessThan(15_000);
+    expect(typeof out === "string" ? out.length : out?.length).toBeGreaterThan(48 * 1024 * 1024);
+    expect(tap.atBoundary()).toBe(true);
+  }
+}, 60_000);
