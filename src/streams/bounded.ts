@@ -72,7 +72,9 @@ export function boundedStream(produce: (sink: BoundedSink) => Promise<void>, opt
         controller = c;
         // Started after start() returns, so the controller is in place for the first write.
         queueMicrotask(() => {
-          produce(sink).then(
+          Promise.resolve()
+            .then(() => produce(sink))
+            .then(
             () => end(),
             (e) => {
               let last: Uint8Array | undefined;

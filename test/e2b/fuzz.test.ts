@@ -163,6 +163,28 @@ describe("fuzz: E2B data plane HTTP", () => {
   }, 180_000);
 });
 
+describe("fuzz: the code interpreter (port 49999)", () => {
+  test("/execute and /contexts with hostile bodies", async () => {
+    const { Sandbox: Interpreter } = await import("@e2b/code-interpreter");
+    const { key: k } = await svc.key(await svc.org("fuzz-e2b-interpreter"));
+    const ci = await Interpreter.create(sdkOptions(svc, k));
+    const ciToken = (ci as unknown as { envdAccessToken: string }).envdAccessToken;
+    const arb = fc.record({
+      method: fc.constantFrom("POST", "POST", "GET", "DELETE"),
+      path: fc.oneof(fc.constantFrom("/execute", "/contexts", "/contexts/x/restart", "/contexts/../execute"), hostileSegment.map((s) => `/contexts/${s}`)),
+      body: fc.oneof(hostileObject(["code", "context_id", "language", "env_vars", "cwd"]), hostileJson),
+    });
+    await fc.assert(
+      fc.asyncProperty(arb, async (a) => {
+        const r = await statusOf(`/e2b/sandbox${a.path}`, { method: a.method, headers: { "content-type": "application/json", "e2b-sandbox-id": ci.sandboxId, "e2b-sandbox-port": "49999", "x-access-token": ciToken }, body: a.method === "GET" ? undefined : a.body });
+        no5xx(`${a.method} ${a.path} (code interpreter)`, r);
+      }),
+      { numRuns: 30, seed: SEED + 300, endOnFailure: true },
+    );
+    expect((await ci.runCode("1 + 1")).text).toBe("2");
+  }, 240_000);
+});
+
 function decodeURIComponentSafe(s: string): string {
   try {
     return decodeURIComponent(s).replace(/[^\x21-\x7e]/g, "x");
