@@ -5,7 +5,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Sandbox } from "@e2b/code-interpreter";
 import { StartRequestSchema } from "../../src/e2b/gen/process_pb";
 import { createLogger } from "../../src/log";
-import { healthzP90, nonReadingClient, sampleLoad } from "../helpers/hostile-load-streams";
+import { consumeInChild, healthzP90, nonReadingClient, sampleLoad } from "../helpers/hostile-load-streams";
 import { startTestService, type TestService } from "../helpers/service";
 import { destroyAll, requireBubblewrap, waitUntil } from "../sandboxes/helpers";
 import { sdkOptions } from "./helpers";
@@ -71,32 +71,12 @@ test("item 1: aborting runCode four times in a row leaves the service and the co
   expect(errors.filter((l) => l.includes("keeps serving"))).toEqual([]);
 }, 60_000);
 
-/** Reads a response to its end, counting bytes, holding none. */
-async function drain(res: Response): Promise<number> {
-  let n = 0;
-  for await (const c of res.body!) n += c.length;
-  return n;
-}
-
 test("item 2: a 50 MB line from the interpreter arrives in pieces; /healthz stays fast and memory flat", async () => {
   const load = sampleLoad(svc.url);
-  const res = await fetch(`${svc.url}/e2b/sandbox/execute`, { method: "POST", headers: headers("49999", "application/json"), body: JSON.stringify({ code: "import sys\nsys.stdout.write('x' * 50_000_000 + '\\n')" }) });
-  let text = 0;
-  let lines = 0;
-  const decoder = new TextDecoder();
-  let rest = "";
-  for await (const c of res.body!) {
-    const parts = (rest + decoder.decode(c, { stream: true })).split("\n");
-    rest = parts.pop()!;
-    for (const p of parts) {
-      lines++;
-      const o = JSON.parse(p);
-      if (o.type === "stdout") text += o.text.length;
-    }
-  }
+  const got = await consumeInChild(`${svc.url}/e2b/sandbox/execute`, { method: "POST", headers: headers("49999", "application/json"), body: JSON.stringify({ code: "import sys\nsys.stdout.write('x' * 50_000_000 + '\\n')" }) });
   const s = await load.stop();
-  expect(text).toBe(50_000_001);
-  expect(lines).toBeGreaterThan(700);
+  expect(got.stdoutChars).toBe(50_000_001);
+  expect(got.lines).toBeGreaterThan(700);
   expect(s.rssGrowth).toBeLessThan(200 * MB);
   expect(healthzP90(s)).toBeLessThan(200);
 }, 120_000);
@@ -109,15 +89,14 @@ test("item 2: a result past the line limit is replaced by an error output; the c
 
 test("item 2: a 50 MB line from a process (Connect, JSON) streams through with /healthz fast", async () => {
   const load = sampleLoad(svc.url);
-  const res = await fetch(`${svc.url}/e2b/sandbox/process.Process/Start`, {
+  const got = await consumeInChild(`${svc.url}/e2b/sandbox/process.Process/Start`, {
     method: "POST",
     headers: headers("49983", "application/connect+json"),
     body: envelope(new TextEncoder().encode(JSON.stringify({ process: { cmd: "/bin/sh", args: ["-c", "head -c 50000000 /dev/zero | tr '\\0' x; echo"] } }))),
   });
-  const n = await drain(res);
   const s = await load.stop();
   // Base64 in JSON: about 4/3 of the bytes.
-  expect(n).toBeGreaterThan(66_000_000);
+  expect(got.bytes).toBeGreaterThan(66_000_000);
   expect(s.rssGrowth).toBeLessThan(200 * MB);
   expect(healthzP90(s)).toBeLessThan(200);
 }, 120_000);

@@ -61,3 +61,39 @@ export function nonReadingClient(url: string, method: string, path: string, head
     s.on("error", reject);
   });
 }
+
+/**
+ * Reads a streamed answer to its end from another process and counts it (bytes; for
+ * ndjson, lines and the `text` of `stdout` lines), so that the client's own memory and time are
+ * not counted as the service's.
+ */
+export async function consumeInChild(url: string, init: { method: string; headers: Record<string, string>; body: Uint8Array | string }): Promise<{ status: number; bytes: number; lines: number; stdoutChars: number }> {
+  const script = `
+    const [url, method, headers, body] = JSON.parse(await Bun.stdin.text());
+    const res = await fetch(url, { method, headers, body: typeof body === "string" ? body : new Uint8Array(body) });
+    let bytes = 0, lines = 0, stdoutChars = 0, rest = "";
+    const decoder = new TextDecoder();
+    const ndjson = (res.headers.get("content-type") ?? "").includes("ndjson");
+    for await (const c of res.body) {
+      bytes += c.length;
+      if (!ndjson) continue;
+      const parts = (rest + decoder.decode(c, { stream: true })).split("\\n");
+      rest = parts.pop();
+      for (const p of parts) {
+        lines++;
+        if (p.startsWith("{")) { try { const o = JSON.parse(p); if (o.type === "stdout") stdoutChars += o.text.length; } catch {} }
+      }
+    }
+    console.log(JSON.stringify({ status: res.status, bytes, lines, stdoutChars }));
+  `;
+  const proc = Bun.spawn([process.execPath, "-e", script], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  try {
+    proc.stdin.write(JSON.stringify([url, init.method, init.headers, typeof init.body === "string" ? init.body : [...init.body]]));
+    proc.stdin.end();
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`the reading process failed (${code}): ${err}`);
+    return JSON.parse(out);
+  } finally {
+    proc.kill();
+  }
+}
