@@ -5,6 +5,7 @@ import type { Database } from "./db/client";
 import { type Config, ConfigError } from "./config";
 import { removeAdminEndpoint, writeAdminEndpoint } from "./keys/local-admin";
 import { NO_PROVIDER_HINT } from "./gateway/hints";
+import { installLastResort } from "./last-resort";
 import { bootstrap, createServices, type Services } from "./services";
 
 export interface RunningServer {
@@ -52,6 +53,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // without ever showing it (it is shown once, on the start that creates it).
   const created = await bootstrap(services);
   const server = app.server!;
+  const removeLastResort = installLastResort(services.log);
   const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
   // The CLI on this machine finds the running service here (keys/local-admin.ts); written
   // once the service answers, so a CLI that finds it can use it.
@@ -74,6 +76,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         if (services.localAdminToken) removeAdminEndpoint(config.dataDir);
         await server.stop(false);
         await services.close();
+        removeLastResort();
       })();
       return stopping;
     },

@@ -5,6 +5,7 @@ import { BackendError, type SandboxResources } from "../../src/plugin-api";
 import type { LocalTemplate } from "./template";
 import type { SandboxCgroups } from "./cgroup/types";
 import { prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
+import { lines } from "../../src/streams/lines";
 import { childrenOf, pidNamespace, procStat, signal } from "./procfs";
 import { HOST_ID, joinCgroupArgs, type LocalState, safeRead } from "./state";
 
@@ -171,18 +172,14 @@ export function killUnfinished(dir: string): void {
 }
 
 async function readyLine(stream: ReadableStream<Uint8Array>, timeoutMs: number): Promise<boolean> {
-  const reader = stream.getReader();
-  const timer = Bun.sleep(timeoutMs).then(() => "timeout" as const);
-  let text = "";
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), timeoutMs);
   try {
-    for (;;) {
-      const r = await Promise.race([reader.read(), timer]);
-      if (r === "timeout" || r.done) return false;
-      text += new TextDecoder().decode(r.value);
-      if (text.includes("ready\n")) return true;
-    }
+    // Lines of at most a few bytes: "ready" comes before anything the sandbox runs.
+    for await (const line of lines(stream, { maxBytes: 256, signal: stop.signal })) if (line.text === "ready") return true;
+    return false;
   } finally {
-    reader.releaseLock();
+    clearTimeout(timer);
     void stream.cancel().catch(() => {});
   }
 }

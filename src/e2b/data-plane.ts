@@ -61,7 +61,8 @@ export class DataPlane {
   private readonly rpc: Map<string, UniversalHandler>;
 
   constructor(private readonly d: DataPlaneDeps) {
-    const router = createConnectRouter({ interceptors: [apiErrors] });
+    // Threat: a message that is small on the wire and large in memory; the body limit applies to each message.
+    const router = createConnectRouter({ interceptors: [apiErrors], readMaxBytes: d.bodyLimit });
     router.service(Process, processService(d.processes));
     router.service(Filesystem, filesystemService(d.sandboxes, new Watchers()));
     this.rpc = new Map(router.handlers.map((h) => [h.requestPath, h]));
@@ -94,6 +95,8 @@ export class DataPlane {
     if (!organizationId) return rpcHandler ? Response.json({ code: "unauthenticated", message: unauthorizedMessage(sandboxId, true) }, { status: 401 }) : unauthorized(sandboxId, true);
     const ref: SandboxRef = { organizationId, sandboxId };
     if (rpcHandler) {
+      const refused = unsupportedEncoding(request);
+      if (refused) return refused;
       const ureq = universalServerRequestFromFetch(request, {});
       ureq.contextValues = createContextValues().set(SANDBOX, ref);
       return universalServerResponseToFetch(await rpcHandler(ureq));
@@ -153,6 +156,21 @@ export class DataPlane {
     const res = await proxyHttp(request, target);
     return res ?? Response.json({ sandboxId, message: `The sandbox is running but port ${port} is not open`, port, code: 502 }, { status: 502 });
   }
+}
+
+/**
+ * Compressed requests are not taken (the SDKs send none): refused as the client's error
+ * (415, as HTTP has it for an unsupported content coding) rather than Connect's 501,
+ * which reads as a fault of the service.
+ */
+function unsupportedEncoding(request: Request): Response | undefined {
+  for (const name of ["content-encoding", "connect-content-encoding"]) {
+    const value = request.headers.get(name);
+    if (value && value.trim().toLowerCase() !== "identity") {
+      return Response.json({ code: "invalid_argument", message: `${name} '${value.slice(0, 40)}' is not supported: send the request uncompressed` }, { status: 415 });
+    }
+  }
+  return undefined;
 }
 
 function unauthorizedMessage(sandboxId: string, envd: boolean): string {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import type { SpawnedProcess } from "../sandboxes/backend";
 import type { SandboxService } from "../sandboxes/service";
+import { lines as readLines } from "../streams/lines";
 import { FsError } from "./sandbox-fs";
 
 /**
@@ -78,9 +78,10 @@ export interface Watch {
 export async function startWatch(sandboxes: SandboxService, organizationId: string, sandboxId: string, path: string, recursive: boolean): Promise<Watch> {
   const p = await sandboxes.spawn(organizationId, sandboxId, { argv: ["python3", "-c", WATCHER, path, recursive ? "1" : "0"], env: {} });
   p.closeStdin();
-  const lines = readLines(p);
+  // An event line is a JSON object naming one path: 64 KiB is far past the longest (PATH_MAX is 4096).
+  const lines = readLines(p.stdout, { maxBytes: 64 * 1024 });
   const first = await lines.next();
-  if (first.done || first.value !== "ready") {
+  if (first.done || first.value.text !== "ready") {
     p.kill("SIGKILL");
     const code = await p.exited;
     if (code === 3) throw new FsError("not_found", `no such directory: ${path}`);
@@ -89,26 +90,15 @@ export async function startWatch(sandboxes: SandboxService, organizationId: stri
   }
   async function* events(): AsyncGenerator<WatchEvent> {
     for await (const line of lines) {
+      if (line.cut) continue;
       try {
-        yield JSON.parse(line) as WatchEvent;
+        yield JSON.parse(line.text) as WatchEvent;
       } catch {
         // Not an event line.
       }
     }
   }
   return { events: events(), stop: () => p.kill("SIGKILL") };
-}
-
-async function* readLines(p: SpawnedProcess): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  for await (const chunk of p.stdout) {
-    buf += decoder.decode(chunk, { stream: true });
-    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
-      yield buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-    }
-  }
 }
 
 const MAX_WATCHERS = 64;

@@ -3,6 +3,8 @@ import { readBodyText } from "../http/body";
 import { ApiError } from "../http/errors";
 import type { SpawnedProcess } from "../sandboxes/backend";
 import type { SandboxService } from "../sandboxes/service";
+import { boundedStream } from "../streams/bounded";
+import { type Line, lines as readLines } from "../streams/lines";
 import type { SandboxRef } from "./context";
 import { KERNEL_BRIDGE } from "./kernel-bridge";
 
@@ -10,13 +12,21 @@ import { KERNEL_BRIDGE } from "./kernel-bridge";
 const INTERPRETER_TEMPLATES = new Set(["code_interpreter"]);
 const MAX_CONTEXTS = 16;
 const HOME = "/home/user";
+/**
+ * The longest output line of a kernel (one result: an image, a large repr). Printed text
+ * comes in pieces far below it (kernel-bridge.ts); a result past it is replaced by an
+ * error output saying so.
+ */
+export const MAX_OUTPUT_LINE_BYTES = 16 * 1024 * 1024;
+const END = '{"type": "end_of_execution"}';
+const enc = new TextEncoder();
 
 interface Context {
   id: string;
   language: string;
   cwd: string;
   bridge: SpawnedProcess;
-  lines: AsyncGenerator<string>;
+  lines: AsyncGenerator<Line>;
   /** Executions of one context run one after another, as in a notebook. */
   busy: Promise<unknown>;
 }
@@ -41,7 +51,7 @@ export class Interpreter {
     // A paused sandbox's kernels are frozen: answer now rather than hang (E2B answers 502 too).
     if (row.status !== "running") throw new ApiError(502, `sandbox ${ref.sandboxId} is ${row.status}; connect to resume it`);
     const method = request.method;
-    if (path === "/execute" && method === "POST") return this.execute(ref, await this.json(request));
+    if (path === "/execute" && method === "POST") return this.execute(ref, await this.json(request), request);
     if (path === "/contexts" && method === "POST") {
       const body = await this.json(request);
       return Response.json(describe(await this.create(ref, lang(body.language), typeof body.cwd === "string" ? body.cwd : HOME)));
@@ -56,7 +66,7 @@ export class Interpreter {
     }
     if (m && method === "POST" && m[2]) {
       const ctx = await this.find(ref, m[1]);
-      await this.run(ctx, { restart: true }, () => {});
+      await this.run(ctx, { restart: true }, async () => {});
       return new Response(null, { status: 204 });
     }
     throw new ApiError(404, `no such code interpreter endpoint: ${method} ${path}`);
@@ -91,7 +101,7 @@ export class Interpreter {
 
   private async start(ref: SandboxRef, id: string, language: string, cwd: string): Promise<Context> {
     const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd], env: {}, cwd });
-    const lines = readLines(bridge.stdout);
+    const lines = readLines(bridge.stdout, { maxBytes: MAX_OUTPUT_LINE_BYTES });
     // The kernel logs to stderr: drained (a full pipe would stall it), the tail kept for errors.
     let tail = "";
     const decoder = new TextDecoder();
@@ -104,7 +114,7 @@ export class Interpreter {
       if (byId && !byId.size) this.contexts.delete(ref.sandboxId);
     });
     const first = await lines.next();
-    if (first.done || !first.value.includes('"ready"')) {
+    if (first.done || !first.value.text.includes('"ready"')) {
       bridge.kill("SIGKILL");
       await Promise.race([drained, bridge.exited]);
       throw new ApiError(502, `the Jupyter kernel did not start (python3-ipykernel and python3-jupyter-client must be installed on the host): ${tail.trim().split("\n").pop() ?? ""}`);
@@ -112,22 +122,40 @@ export class Interpreter {
     return { id, language, cwd, bridge, lines, busy: Promise.resolve() };
   }
 
-  /** Sends one request to the context's bridge and passes its lines on until end_of_execution. */
-  private run(ctx: Context, req: unknown, onLine: (line: string) => void): Promise<void> {
+  /**
+   * Sends one request to the context's bridge and passes its lines on until
+   * end_of_execution, each once `onLine` resolves (the client's pace). When `signal`
+   * aborts (the client went away) the kernel is interrupted and the rest of the run's
+   * output is read and dropped, so the context is ready for the next run; a run whose
+   * client left while it waited for the context is not sent at all.
+   */
+  private run(ctx: Context, req: unknown, onLine: (line: Line) => Promise<void>, signal?: AbortSignal): Promise<void> {
     const next = ctx.busy.then(async () => {
-      ctx.bridge.write(new TextEncoder().encode(`${JSON.stringify(req)}\n`));
-      for (;;) {
-        const r = await ctx.lines.next();
-        if (r.done) throw new ApiError(502, "the context's kernel stopped");
-        if (r.value.includes('"end_of_execution"')) return;
-        onLine(r.value);
+      if (signal?.aborted) return;
+      ctx.bridge.write(enc.encode(`${JSON.stringify(req)}\n`));
+      let interrupted = false;
+      const interrupt = () => {
+        if (interrupted) return;
+        interrupted = true;
+        ctx.bridge.write(enc.encode('{"interrupt": true}\n'));
+      };
+      signal?.addEventListener("abort", interrupt, { once: true });
+      try {
+        for (;;) {
+          const r = await ctx.lines.next();
+          if (r.done) throw new ApiError(502, "the context's kernel stopped");
+          if (r.value.text === END) return;
+          if (!interrupted) await onLine(r.value);
+        }
+      } finally {
+        signal?.removeEventListener("abort", interrupt);
       }
     });
     ctx.busy = next.catch(() => {});
     return next;
   }
 
-  private async execute(ref: SandboxRef, body: Record<string, unknown>): Promise<Response> {
+  private async execute(ref: SandboxRef, body: Record<string, unknown>, request: Request): Promise<Response> {
     if (typeof body.code !== "string") throw new ApiError(400, "code is required (a string)");
     if (body.context_id !== undefined && body.context_id !== null && body.language !== undefined && body.language !== null) throw new ApiError(400, "give context_id or language, not both");
     const env = body.env_vars && typeof body.env_vars === "object" ? body.env_vars : undefined;
@@ -138,20 +166,24 @@ export class Interpreter {
       // One default context per language, created on first use.
       ctx = await (this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language));
     }
-    const enc = new TextEncoder();
-    const stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.run(ctx, { code: body.code, env }, (line) => controller.enqueue(enc.encode(`${line}\n`))).then(
-          () => controller.close(),
-          (e) => {
-            controller.enqueue(enc.encode(`${JSON.stringify({ type: "error", name: "InterpreterError", value: e instanceof Error ? e.message : String(e), traceback: "" })}\n`));
-            controller.close();
-          },
-        );
-      },
+    // Pull-based: output waits in the kernel's pipe while the client does not read, and
+    // a client that goes away interrupts the run (boundedStream).
+    const stream = boundedStream((sink) => this.run(ctx, { code: body.code, env }, (line) => sink.write(enc.encode(`${outputLine(line)}\n`)), sink.signal), {
+      signal: request.signal,
+      onError: (e) => enc.encode(`${errorLine("InterpreterError", e instanceof Error ? e.message : String(e))}\n`),
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
   }
+}
+
+/** A kernel output line as sent; one past MAX_OUTPUT_LINE_BYTES becomes an error output (a cut JSON line would not parse). */
+function outputLine(line: Line): string {
+  if (!line.cut) return line.text;
+  return errorLine("OutputTooLarge", `an output of ${MAX_OUTPUT_LINE_BYTES + line.cut} bytes is larger than the ${MAX_OUTPUT_LINE_BYTES} bytes one output may have; it was dropped`);
+}
+
+function errorLine(name: string, value: string): string {
+  return JSON.stringify({ type: "error", name, value, traceback: "" });
 }
 
 function lang(v: unknown): string {
@@ -161,16 +193,4 @@ function lang(v: unknown): string {
 
 function describe(c: Context) {
   return { id: c.id, language: c.language, cwd: c.cwd };
-}
-
-async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  for await (const chunk of stream) {
-    buf += decoder.decode(chunk, { stream: true });
-    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
-      yield buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-    }
-  }
 }

@@ -2,14 +2,21 @@
  * The code interpreter's kernel owner, run inside the sandbox with the system python
  * (/usr/bin/python3, where Debian's python3-ipykernel and python3-jupyter-client
  * live): it starts one IPython kernel through jupyter_client and speaks JSON lines
- * over its stdio. In: `{"code": ..., "env": {...}}` or `{"restart": true}`. Out: the
- * code interpreter's own line types (stdout, stderr, result, error,
- * number_of_executions), then `{"type": "end_of_execution"}` per request; `ready`
- * once the kernel answers.
+ * over its stdio. In: `{"code": ..., "env": {...}}` or `{"restart": true}`, and
+ * `{"interrupt": true}` at any time (read by a thread of its own, so it reaches a run in
+ * progress: the client went away). Out: the code interpreter's own line types (stdout,
+ * stderr, result, error, number_of_executions), then `{"type": "end_of_execution"}` per
+ * request; `ready` once the kernel answers. Stream text goes out in pieces of at most
+ * 64 KiB characters, so one long printed line stays many short output lines (the
+ * service bounds the lines it reads: src/streams/lines.ts).
  */
 export const KERNEL_BRIDGE = String.raw`
-import json, sys
+import json, queue, sys, threading
 from jupyter_client.manager import KernelManager
+
+PIECE = 65536
+# Set when the client of the run in progress went away: its output is read and dropped here.
+interrupted = threading.Event()
 
 MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
         "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf", "text/latex": "latex",
@@ -33,10 +40,12 @@ def run(code, silent=False):
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         kind, c = msg["msg_type"], msg["content"]
-        if silent:
+        if silent or interrupted.is_set():
             pass
         elif kind == "stream":
-            out({"type": c["name"], "text": c["text"]})
+            text = c["text"]
+            for i in range(0, max(len(text), 1), PIECE):
+                out({"type": c["name"], "text": text[i:i + PIECE]})
         elif kind in ("execute_result", "display_data"):
             r = {"type": "result", "is_main_result": kind == "execute_result"}
             for mime, value in c["data"].items():
@@ -49,8 +58,25 @@ def run(code, silent=False):
         if kind == "status" and c["execution_state"] == "idle":
             return
 
-for line in sys.stdin:
-    req = json.loads(line)
+requests = queue.Queue()
+
+def read_requests():
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req.get("interrupt"):
+            interrupted.set()
+            km.interrupt_kernel()
+        else:
+            requests.put(req)
+    requests.put(None)
+
+threading.Thread(target=read_requests, daemon=True).start()
+
+while True:
+    req = requests.get()
+    if req is None:
+        break
+    interrupted.clear()
     if req.get("restart"):
         km.restart_kernel()
         kc.wait_for_ready(timeout=120)

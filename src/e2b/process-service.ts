@@ -35,14 +35,25 @@ export function processService(table: ProcessTable): Partial<ServiceImpl<typeof 
         stdin: req.stdin ?? true,
         pty: req.pty ? { cols: size!.cols, rows: size!.rows } : undefined,
       });
-      yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
-      for await (const e of proc.events(ctx.signal)) yield { event: toEvent(e) };
+      // Attached before the first yield: a client that does not read holds the process's output, bounded.
+      const sub = proc.attach(ctx.signal);
+      try {
+        yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
+        for await (const e of sub) yield { event: toEvent(e) };
+      } finally {
+        sub.close();
+      }
     },
 
     async *connect(req, ctx) {
       const proc = find(ctx, req.process);
-      yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
-      for await (const e of proc.events(ctx.signal)) yield { event: toEvent(e) };
+      const sub = proc.attach(ctx.signal);
+      try {
+        yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
+        for await (const e of sub) yield { event: toEvent(e) };
+      } finally {
+        sub.close();
+      }
     },
 
     async list(_req, ctx) {

@@ -1,5 +1,6 @@
 import type { SpawnedProcess } from "../sandboxes/backend";
 import type { SandboxService } from "../sandboxes/service";
+import { STREAM_BUFFER_BYTES } from "../streams/bounded";
 import { ptyArgv, ptyDataFrame, ptyResizeFrame } from "./pty-bridge";
 
 /** What a process emits, in order: output, then one end. */
@@ -24,20 +25,49 @@ export interface StartOptions {
  */
 const MAX_UNWATCHED_BYTES = 16 * 1024 * 1024;
 
+/** One stream's events not yet sent to its client, with their size. */
+class Watcher {
+  readonly queue: ProcEvent[] = [];
+  bytes = 0;
+  wake: (() => void) | undefined;
+
+  push(e: ProcEvent) {
+    this.queue.push(e);
+    if (e.kind !== "end") this.bytes += e.data.length;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+}
+
+/** A stream's view of a process: its events in order, until the end or `close()`. */
+export interface Subscription extends AsyncIterable<ProcEvent> {
+  close(): void;
+}
+
 /**
  * One running process of the E2B process API. It reads its own output and fans it out
  * to the streams watching it (Start, Connect); output nobody watches is dropped, as
- * envd does. It outlives the request that started it (background commands).
+ * envd does. It outlives the request that started it (background commands: E2B's
+ * SDK disconnects without ending the command).
+ *
+ * Threat: a client that does not read its stream. Each watcher holds at most
+ * STREAM_BUFFER_BYTES of unsent output; past that the process's pipes are not read (the
+ * process blocks on its next write) until every watcher is below it again, so a
+ * process writing gigabytes to a client that reads nothing costs the service one
+ * buffer, not the gigabytes.
  */
 export class RunningProcess {
-  private readonly watchers = new Set<(e: ProcEvent) => void>();
-  /** Events before the starting stream attached (it attaches right after spawn, so little). */
-  private early: ProcEvent[] | undefined = [];
+  private readonly watchers = new Set<Watcher>();
+  /** Events before the starting stream attached (it attaches right after spawn, so little); bounded like any watcher. */
+  private early: Watcher | undefined = new Watcher();
   ended: number | undefined;
   private unwatched = 0;
   /** Resolves the pumps held back for lack of watchers (see MAX_UNWATCHED_BYTES). */
   private release: (() => void) | undefined;
   private held: Promise<void> | undefined;
+  /** Pumps waiting for a watcher's client to catch up. */
+  private waitingForRoom: (() => void)[] = [];
 
   constructor(
     readonly pid: number,
@@ -45,6 +75,7 @@ export class RunningProcess {
     private readonly proc: SpawnedProcess,
     onEnd: () => void,
   ) {
+    this.watchers.add(this.early!);
     if (!options.stdin && !options.pty) proc.closeStdin();
     const out = this.pump(proc.stdout, options.pty ? "pty" : "stdout");
     const err = this.pump(proc.stderr, "stderr");
@@ -60,7 +91,8 @@ export class RunningProcess {
     try {
       for await (const chunk of stream) {
         this.emit({ kind, data: chunk });
-        if (this.watchers.size || this.early) continue;
+        while (this.full()) await new Promise<void>((r) => this.waitingForRoom.push(r));
+        if (this.watchers.size) continue;
         this.unwatched += chunk.length;
         if (this.unwatched > MAX_UNWATCHED_BYTES) await (this.held ??= new Promise<void>((r) => (this.release = r)));
       }
@@ -69,50 +101,71 @@ export class RunningProcess {
     }
   }
 
-  private emit(e: ProcEvent) {
-    if (this.early && this.early.length < 1024) this.early.push(e);
-    for (const w of this.watchers) w(e);
+  private full(): boolean {
+    for (const w of this.watchers) if (w.bytes >= STREAM_BUFFER_BYTES) return true;
+    return false;
   }
 
-  /** Events from now until the end (or until `signal` aborts); attach before awaiting anything. */
-  async *events(signal: AbortSignal): AsyncGenerator<ProcEvent> {
-    const queue: ProcEvent[] = this.early ?? [];
+  /** A watcher took events or left: pumps held for it go on once every watcher has room. */
+  private roomMade() {
+    if (!this.waitingForRoom.length || this.full()) return;
+    const waiting = this.waitingForRoom;
+    this.waitingForRoom = [];
+    for (const r of waiting) r();
+  }
+
+  private emit(e: ProcEvent) {
+    for (const w of this.watchers) w.push(e);
+  }
+
+  /**
+   * Attaches at once (events from now, the early ones for the first stream) and yields
+   * them until the end, `signal` aborts or `close()`.
+   */
+  attach(signal: AbortSignal): Subscription {
+    const watcher = this.early ?? new Watcher();
     this.early = undefined;
-    let wake: (() => void) | undefined;
-    const watcher = (e: ProcEvent) => {
-      queue.push(e);
-      wake?.();
-    };
-    if (this.ended !== undefined && !queue.length) {
-      yield { kind: "end", exitCode: this.ended };
-      return;
-    }
     this.watchers.add(watcher);
     this.unwatched = 0;
     this.release?.();
     this.held = this.release = undefined;
-    const onAbort = () => wake?.();
-    signal.addEventListener("abort", onAbort);
-    try {
-      for (;;) {
-        while (queue.length) {
-          const e = queue.shift()!;
-          yield e;
-          if (e.kind === "end") return;
-        }
-        if (signal.aborted) return;
-        if (this.ended !== undefined) {
-          // Its end fell past the early buffer's cap.
-          yield { kind: "end", exitCode: this.ended };
-          return;
-        }
-        await new Promise<void>((r) => (wake = r));
-        wake = undefined;
-      }
-    } finally {
+    let closed = false;
+    const close = () => {
+      closed = true;
       this.watchers.delete(watcher);
+      watcher.queue.length = watcher.bytes = 0;
       signal.removeEventListener("abort", onAbort);
+      this.roomMade();
+      watcher.wake?.();
+    };
+    const onAbort = () => close();
+    signal.addEventListener("abort", onAbort);
+    if (signal.aborted) close();
+    const self = this;
+    async function* events(): AsyncGenerator<ProcEvent> {
+      try {
+        for (;;) {
+          if (closed) return;
+          const e = watcher.queue.shift();
+          if (e) {
+            if (e.kind !== "end") watcher.bytes -= e.data.length;
+            self.roomMade();
+            yield e;
+            if (e.kind === "end") return;
+            continue;
+          }
+          if (self.ended !== undefined) {
+            // Ended before this stream attached.
+            yield { kind: "end", exitCode: self.ended };
+            return;
+          }
+          await new Promise<void>((r) => (watcher.wake = r));
+        }
+      } finally {
+        close();
+      }
     }
+    return { [Symbol.asyncIterator]: events, close };
   }
 
   input(data: Uint8Array) {

@@ -199,7 +199,18 @@ function raceIdle<T>(p: Promise<T>, ms: number): Promise<T | typeof IDLE> {
 /** Splits SSE text into events as bytes flow past; keeps at most one partial event. */
 export class SseTap {
   private readonly decoder = new TextDecoder();
+  /** Text that may hold complete events (scanned, then cut to what follows the last one). */
   private buf = "";
+  /**
+   * Text after `buf` known to hold no event end, kept apart and joined only once an end
+   * comes. Threat: an upstream sending one huge event in many chunks; appending each chunk
+   * to one string and searching it whole again was quadratic (and it is this process's
+   * time every other request waits on).
+   */
+  private pieces: string[] = [];
+  private lastChar = "";
+  /** A chunk ended in "\r": its line end is decided by the next chunk's first character. */
+  private pendingCR = false;
   events = 0;
   terminal = false;
   /** Whether the last scan dropped an event. */
@@ -212,7 +223,32 @@ export class SseTap {
   ) {}
 
   atBoundary(): boolean {
-    return this.buf.length === 0;
+    return this.buf.length === 0 && this.pieces.length === 0 && !this.pendingCR;
+  }
+
+  /** Adds decoded text ("\r\n" and "\r" line ends made "\n"); true when it may complete an event. */
+  private append(text: string): boolean {
+    if (this.pendingCR) {
+      text = "\r" + text;
+      this.pendingCR = false;
+    }
+    if (text.includes("\r")) {
+      if (text.endsWith("\r")) {
+        this.pendingCR = true;
+        text = text.slice(0, -1);
+      }
+      text = text.replace(/\r\n?/g, "\n");
+    }
+    if (!text) return false;
+    const ends = text.includes("\n\n") || (this.lastChar === "\n" && text.charCodeAt(0) === 10);
+    this.lastChar = text[text.length - 1];
+    if (!ends) {
+      this.pieces.push(text);
+      return false;
+    }
+    this.buf += this.pieces.join("") + text;
+    this.pieces = [];
+    return true;
   }
 
   /** Returns what to send for this upstream chunk (the chunk itself unless something was dropped). */
@@ -220,7 +256,7 @@ export class SseTap {
     // Most chunks hold whole events (a live stream's one event per chunk): those are
     // searched as bytes, and only the few events holding a marker (usage, the end of the
     // stream) are decoded.
-    if (this.buf.length === 0 && endsWithBlankLine(chunk)) {
+    if (this.atBoundary() && endsWithBlankLine(chunk)) {
       const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       if (!bytes.includes(CR)) {
         if (bytes.includes(DATA)) this.events++;
@@ -230,23 +266,23 @@ export class SseTap {
         return out.byteLength ? out : undefined;
       }
     }
-    const aligned = this.buf.length === 0;
-    this.buf += this.decoder.decode(chunk, { stream: true });
+    const aligned = this.atBoundary();
+    if (!this.append(this.decoder.decode(chunk, { stream: true }))) return this.strip ? undefined : chunk;
     const kept = this.scan(this.strip);
     // The chunk held whole events and none was dropped: its own bytes, not the kept text.
-    if (!this.strip || (aligned && this.buf.length === 0 && !this.droppedInScan)) return chunk;
+    if (!this.strip || (aligned && this.atBoundary() && !this.droppedInScan)) return chunk;
     return kept || undefined;
   }
 
   /** `push` for text: returns what to send (the text itself unless something was dropped). */
   pushText(text: string): string | undefined {
-    if (this.buf.length === 0 && text.endsWith("\n\n") && !text.includes("\r")) {
+    if (this.atBoundary() && text.endsWith("\n\n") && !text.includes("\r")) {
       if (text.includes("data:")) this.events++;
       const drops = this.inspectWholeEvents(text, needlesOf(this.codec).text, (from, to) => text.slice(from, to));
       if (!drops) return text;
       return keptRanges(text.length, drops).map(([from, to]) => text.slice(from, to)).join("") || undefined;
     }
-    this.buf += text;
+    if (!this.append(text)) return this.strip ? undefined : text;
     const kept = this.scan(this.strip);
     return this.strip ? kept || undefined : text;
   }
@@ -293,7 +329,9 @@ export class SseTap {
 
   /** End of stream: the last event may lack its blank line. */
   private flush(): string | undefined {
-    this.buf += this.decoder.decode();
+    this.buf += this.pieces.join("") + (this.pendingCR ? "\n" : "") + this.decoder.decode().replace(/\r\n?/g, "\n");
+    this.pieces = [];
+    this.pendingCR = false;
     if (!this.buf.trim()) {
       this.buf = "";
       return undefined;
@@ -314,7 +352,8 @@ export class SseTap {
     this.droppedInScan = false;
     let kept = "";
     let start = 0;
-    const buf = this.buf.includes("\r") ? (this.buf = this.buf.replace(/\r\n?/g, "\n")) : this.buf;
+    // Line ends were made "\n" as the text came (append).
+    const buf = this.buf;
     for (;;) {
       const end = buf.indexOf("\n\n", start);
       if (end < 0) break;

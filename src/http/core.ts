@@ -7,6 +7,7 @@ import { checkDeclaredLength, isMultipart, parseJsonBody, parseMultipartBody } f
 import { ApiError, errorBody, errorResponse, toApiError } from "./errors";
 import { modelAccessFields, modelAccessOf } from "./model-access";
 import { unknownPath } from "./not-found";
+import { enterRequest } from "../last-resort";
 import { requestIdFor } from "./request-id";
 import { OPEN_SURFACE, type Surface, type SurfaceTable } from "./surfaces";
 
@@ -87,6 +88,7 @@ export function corePlugin(deps: CoreDeps) {
     const path = queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
     const surface = surfaces.match(path);
     c.surface = surface;
+    enterRequest(c.requestId);
     if (observe) observe.requestStarted(request, path);
     if (resumed) {
       c.auth = resumed.auth;
