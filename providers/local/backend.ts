@@ -277,14 +277,15 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   }
 
   /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
-  private cgroupJoin(s: LocalState): string[] {
-    return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []);
+  private cgroupJoin(s: LocalState, pwd?: string): string[] {
+    return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : [], pwd);
   }
 
   /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
   private enterArgs(s: LocalState, command: string[]): string[] {
     return [
-      ...this.cgroupJoin(s),
+      // nsenter --wd starts the command in pid 1's directory, the sandbox's home.
+      ...this.cgroupJoin(s, SANDBOX_HOME),
       // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
       // in the sandbox's user namespace, so setuid-root binaries gain nothing.
       ...this.limitArgs(s.resources),

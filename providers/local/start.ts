@@ -120,7 +120,7 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     // detached: a new session, so a terminal's Ctrl-C or a signal to the service's process
     // group does not reach sandboxes, and they outlive the service. stderr is a pipe, not
     // a log file: a file's host path would show in /proc/1/fd inside.
-    proc = Bun.spawn(argv, { stdio: ["pipe", "pipe", "pipe", ...stdio], env: {}, detached: true });
+    proc = Bun.spawn(argv, { stdio: ["pipe", "pipe", "pipe", ...stdio], env: {}, cwd: "/", detached: true });
     for (const fd of fds.splice(0)) closeSync(fd);
     // Until state.json exists, this is how start-up reconciliation finds a sandbox whose
     // creation a crash interrupted (pid and start time, against pid reuse).
