@@ -97,11 +97,13 @@ const DESCRIPTIONS: Record<number, string> = {
 };
 
 /** The response object for an error status of a surface. */
-export function errorResponse(surface: Surface, status: number): Record<string, unknown> {
-  // Rate-limit refusals are flat on every surface (spec: Rate limits).
-  const component = status === 429 ? "FlatError" : FAMILY_COMPONENT[surface.family];
+export function errorResponse(surface: Surface, status: number, quota429 = false): Record<string, unknown> {
+  const family = FAMILY_COMPONENT[surface.family];
+  // Rate-limit refusals are flat on every surface (spec: Rate limits); an operation that
+  // declares 429 itself refuses past an organization's quota, in its family's shape.
+  const component = status === 429 && !quota429 ? "FlatError" : family;
   return {
-    description: DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error"),
+    description: status === 429 && quota429 ? "A quota of the organization reached (a rate limit answers a flat body)" : (DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error")),
     content: { "application/json": { schema: { $ref: `#/components/schemas/${component}` } } },
   };
 }
