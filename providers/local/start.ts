@@ -152,8 +152,14 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
   } catch (e) {
     for (const fd of fds) closeSync(fd);
     if (proc) {
+      // Children first: once bwrap is dead its child (the sandbox's pid 1, which ignores
+      // every signal but SIGKILL) is reparented and no longer found under it. And stdin
+      // closed: a pid 1 the kill missed reads end-of-file and exits instead of waiting.
+      const children = childrenOf(proc.pid);
+      for (const c of children) signal(c, "SIGKILL");
       proc.kill("SIGKILL");
-      for (const c of childrenOf(proc.pid)) signal(c, "SIGKILL");
+      for (const c of childrenOf(proc.pid)) if (!children.includes(c)) signal(c, "SIGKILL");
+      void Promise.resolve((proc.stdin as import("bun").FileSink).end()).catch(() => {});
     }
     if (o.cgroups && cgroup) await o.cgroups.destroy(cgroup).catch(() => {});
     await o.network?.discard(paths.dir).catch(() => {});
