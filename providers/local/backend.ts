@@ -177,6 +177,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const started = warm ?? (await this.start(spec.template, spec.sandboxId, resources));
     // Its rules are in force before its first command runs.
     if (this.net) await this.net.apply(spec.sandboxId, dir, this.cgroupJoin(started.state), spec.network ?? NO_EGRESS).catch(async (e) => {
+      started.discard();
       await this.destroyDir(spec.sandboxId, started.state);
       throw e;
     });
@@ -196,7 +197,9 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private takeWarm(templateId: string): WarmSandbox | undefined {
     const pool = this.pool.get(templateId) ?? [];
     for (let w = pool.shift(); w; w = pool.shift()) {
-      if (procStat(w.state.initPid)?.startTime === w.state.initStart) return w;
+      // A stale one (the heartbeat was held up) may exit before its release reaches it.
+      if (w.fresh()) return w;
+      w.discard();
       void this.destroyDir(w.dir, w.state);
     }
     return undefined;
@@ -215,7 +218,10 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       while (!this.closed && pool.length < this.opts.warmPool) {
         const dir = `pool_${randomBytes(8).toString("hex")}`;
         const started = await this.start(template, dir, this.templateResources(template));
-        if (this.closed) await this.destroyDir(dir, started.state);
+        if (this.closed) {
+          started.discard();
+          await this.destroyDir(dir, started.state);
+        }
         else pool.push({ dir, ...started });
       }
     })()
@@ -228,7 +234,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.filling.values());
-    for (const pool of this.pool.values()) for (const w of pool.splice(0)) await this.destroyDir(w.dir, w.state);
+    for (const pool of this.pool.values())
+      for (const w of pool.splice(0)) {
+        w.discard();
+        await this.destroyDir(w.dir, w.state);
+      }
     this.net?.close();
     // Sandboxes outlive the service and keep the parent group; an empty one goes.
     this.cgroupState?.cgroups?.removeParentIfEmpty();

@@ -6,6 +6,7 @@ import type { LocalTemplate } from "./template";
 import type { SandboxCgroups } from "./cgroup/types";
 import { prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { childrenOf, pidNamespace, procStat, signal } from "./procfs";
+import { INIT_SCRIPT, startHeartbeat } from "./heartbeat";
 import { HOST_ID, joinCgroupArgs, type LocalState, safeRead } from "./state";
 
 const READY_TIMEOUT_MS = 10_000;
@@ -29,6 +30,10 @@ export interface Started {
   state: LocalState;
   /** Lets it outlive the service (see the script of pid 1). */
   release: () => void;
+  /** Still waiting for its release, and sure to get it in time (a stale one is not handed out). */
+  fresh: () => boolean;
+  /** No more heartbeat: it exits by itself (used with a kill, or when it is dropped). */
+  discard: () => void;
 }
 
 /** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
@@ -78,12 +83,8 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
   ];
 }
 
-/**
- * pid 1's command (bwrap takes the command from its own command line only). Waits for
- * "go" on stdin before settling down: a warm sandbox whose service dies before handing
- * it out sees end-of-file instead and exits, so it cannot leak.
- */
-const INIT_COMMAND = ["/bin/sh", "-c", 'echo ready; read go; [ "$go" = go ] || exit 0; exec sleep infinity </dev/null >/dev/null 2>&1'];
+/** pid 1's command: waits for "go" under the service's heartbeat (heartbeat.ts), then settles down. */
+const INIT_COMMAND = ["/bin/sh", "-c", INIT_SCRIPT];
 
 /** Starts one sandbox (its cgroup, bwrap and bwrap's long-lived pid 1) in root/<dirName>. */
 export async function startSandbox(o: StartOptions): Promise<Started> {
@@ -144,11 +145,8 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     // Written whole or not at all (a crash mid-write must not leave half a file).
     writeFileSync(join(paths.dir, "state.json.tmp"), JSON.stringify(state), { mode: 0o600 });
     renameSync(join(paths.dir, "state.json.tmp"), join(paths.dir, "state.json"));
-    const release = () => {
-      stdin.write("go\n");
-      void stdin.end();
-    };
-    return { state, release };
+    const heartbeat = startHeartbeat(stdin, () => procStat(initPid)?.startTime === st.startTime);
+    return { state, release: heartbeat.release, fresh: heartbeat.fresh, discard: heartbeat.stop };
   } catch (e) {
     for (const fd of fds) closeSync(fd);
     if (proc) {
