@@ -23,6 +23,7 @@ import { openapiRoutes } from "./openapi/routes";
 import { keysModule } from "./keys";
 import { usageModule } from "./usage";
 import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { sandboxQuotaRoutes } from "./sandboxes/quota-routes";
 import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
 
@@ -36,6 +37,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: homeRoutes },
   keysModule,
   { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: sandboxQuotaRoutes },
   { surfaces: [], routes: consoleRoutes },
   meteringModule,
   usageModule,

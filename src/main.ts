@@ -26,6 +26,8 @@ const USAGE = `usage:
   gateway orgs update <id|name> [--spending-limit <usd>|none] [--spending-period <p>]
                                           change an organization's budget
   gateway orgs list                       list organizations
+  gateway orgs sandbox-quota <id|name> [--max-sandboxes <n>] [--max-memory-mb <n>] [--max-cpus <n>]
+                                          set an organization's sandbox quota (an omitted limit: the default)
   gateway keys create --org <id|name> --name <label>
                       [--spending-limit <usd>] [--spending-period <p>] [--rpm <n>] [--tpm <n>]
                       [--expires-at <ISO date>] [--scopes a,b]
@@ -117,6 +119,14 @@ async function main(argv: string[]): Promise<number> {
         console.log(JSON.stringify(await admin.updateOrganization(org.id, patch), null, 2));
         return 0;
       }
+      case "orgs sandbox-quota": {
+        const { values, positionals } = parseArgs({ args: rest, options: QUOTA_OPTIONS, allowPositionals: true });
+        const org = positionals[0] ? await admin.findOrganization(positionals[0]) : undefined;
+        if (!org) throw new UsageError(`orgs sandbox-quota needs an organization id or name${positionals[0] ? ` (no organization "${positionals[0]}")` : ""}; list them with 'orgs list'`);
+        const quota = { maxSandboxes: quotaFlag("max-sandboxes", values["max-sandboxes"], true), maxMemoryMB: quotaFlag("max-memory-mb", values["max-memory-mb"], true), maxCpus: quotaFlag("max-cpus", values["max-cpus"], false) };
+        console.log(JSON.stringify(await admin.setSandboxQuota(org.id, quota), null, 2));
+        return 0;
+      }
       case "orgs list":
         console.log(JSON.stringify(await admin.listOrganizations(), null, 2));
         return 0;
@@ -169,6 +179,20 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await admin.close();
   }
+}
+
+const QUOTA_OPTIONS = {
+  "max-sandboxes": { type: "string" },
+  "max-memory-mb": { type: "string" },
+  "max-cpus": { type: "string" },
+} as const;
+
+/** A quota flag: a non-negative number (whole where `whole`); absent: the service's default. */
+function quotaFlag(name: string, value: string | undefined, whole: boolean): number | null {
+  if (value === undefined) return null;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || (whole && !Number.isInteger(n))) throw new UsageError(`--${name} must be a non-negative ${whole ? "integer" : "number"}, not "${value}"`);
+  return n;
 }
 
 const BUDGET_OPTIONS = {

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
@@ -15,6 +14,8 @@ import { spawnStreaming } from "./spawn";
 import { LocalNetworks, NETWORK_TOOLS } from "./network";
 import { Relays } from "./network/relays";
 import type { Upstream } from "./network/upstream";
+import type { HostMemory } from "./host-memory";
+import { WarmPool } from "./pool";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -33,11 +34,6 @@ export interface LocalLimits {
   outputBytes: number;
 }
 
-interface WarmSandbox extends Started {
-  /** Directory name under the root (`pool_...`) until a create takes it. */
-  dir: string;
-}
-
 export interface LocalOptions {
   /** Started sandboxes kept ready per template (0 disables). */
   warmPool: number;
@@ -51,6 +47,8 @@ export interface LocalOptions {
   /** Resources of a template that sets none (see templates.ts). */
   defaultResources: SandboxResources;
   log: Logger;
+  /** Host admission: what this host's sandboxes may commit together (host-memory.ts). */
+  hostMemory: HostMemory;
   /** Sandboxes get a network namespace each (network/); undefined under SANDBOX_NETWORK=off: none has a network. */
   network?: { upstreams: Upstream[]; operatorAllow: Cidr[] };
 }
@@ -81,15 +79,14 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    */
   private readonly privileged = process.getuid?.() === 0;
   private readonly tools = new Map<string, string>();
-  private readonly pool = new Map<string, WarmSandbox[]>();
-  private readonly filling = new Map<string, Promise<void>>();
-  private closed = false;
+  private readonly pool: WarmPool;
   private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
   private readonly net: LocalNetworks | undefined;
   private readonly relays = new Relays();
 
   constructor(private readonly opts: LocalOptions) {
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
+    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s) });
   }
 
   /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
@@ -167,22 +164,29 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const resources = spec.resources ?? this.templateResources(spec.template);
     // File system sizes are fixed at mount time; other limits are cgroup files that a
     // warm sandbox takes on as it is handed out.
-    const warm = resources.diskSizeMB === this.templateResources(spec.template).diskSizeMB ? this.takeWarm(spec.template.id) : undefined;
+    const warm = resources.diskSizeMB === this.templateResources(spec.template).diskSizeMB ? this.pool.take(spec.template.id) : undefined;
+    this.pool.admit(spec.sandboxId, resources.memoryMB, spec.template.id, warm);
     if (warm) {
       // Bind mounts follow inodes, not paths: renaming a warm sandbox's directory keeps it working.
       renameSync(join(this.opts.root, warm.dir), dir);
       if (warm.state.cgroup && !sameResources(warm.state.resources, resources)) this.cgroups?.setLimits(warm.state.cgroup, resources);
       warm.state.resources = resources;
     }
-    const started = warm ?? (await this.start(spec.template, spec.sandboxId, resources));
+    const started =
+      warm ??
+      (await this.start(spec.template, spec.sandboxId, resources).catch((e) => {
+        this.opts.hostMemory.release(spec.sandboxId);
+        throw e;
+      }));
     // Its rules are in force before its first command runs.
     if (this.net) await this.net.apply(spec.sandboxId, dir, this.cgroupJoin(started.state), spec.network ?? NO_EGRESS).catch(async (e) => {
+      started.discard();
       await this.destroyDir(spec.sandboxId, started.state);
       throw e;
     });
     // From here on the sandbox outlives the service.
     started.release();
-    this.refill(spec.template);
+    this.pool.refill(spec.template);
     return started.state;
   }
 
@@ -192,49 +196,16 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups, network });
   }
 
-  /** A started, unused sandbox of this template, if the warm pool has a live one. */
-  private takeWarm(templateId: string): WarmSandbox | undefined {
-    const pool = this.pool.get(templateId) ?? [];
-    for (let w = pool.shift(); w; w = pool.shift()) {
-      if (procStat(w.state.initPid)?.startTime === w.state.initStart) return w;
-      void this.destroyDir(w.dir, w.state);
-    }
-    return undefined;
-  }
-
-  /**
-   * Keeps `warmPool` started sandboxes per template ready, so that creating one is a
-   * directory rename instead of a bwrap start. They hold no user state: envVars are
-   * applied per command.
-   */
-  private refill(template: LocalTemplate): void {
-    if (this.opts.warmPool <= 0 || this.closed || this.filling.has(template.id)) return;
-    const fill = (async () => {
-      const pool = this.pool.get(template.id) ?? [];
-      this.pool.set(template.id, pool);
-      while (!this.closed && pool.length < this.opts.warmPool) {
-        const dir = `pool_${randomBytes(8).toString("hex")}`;
-        const started = await this.start(template, dir, this.templateResources(template));
-        if (this.closed) await this.destroyDir(dir, started.state);
-        else pool.push({ dir, ...started });
-      }
-    })()
-      .catch((e) => this.opts.log.warn("warm sandbox pool not filled", { template: template.id, err: e }))
-      .finally(() => this.filling.delete(template.id));
-    this.filling.set(template.id, fill);
-  }
-
   /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
   async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all(this.filling.values());
-    for (const pool of this.pool.values()) for (const w of pool.splice(0)) await this.destroyDir(w.dir, w.state);
+    await this.pool.close();
     this.net?.close();
     // Sandboxes outlive the service and keep the parent group; an empty one goes.
     this.cgroupState?.cgroups?.removeParentIfEmpty();
   }
 
   private async destroyDir(dir: string, s: LocalState): Promise<void> {
+    this.opts.hostMemory.release(dir);
     // The cgroup holds every process of the sandbox, including any that escaped its pid
     // namespace's init (there are none by design, but the group is the ground truth).
     if (s.cgroup && this.cgroups) await this.cgroups.destroy(s.cgroup);
@@ -277,14 +248,15 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   }
 
   /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
-  private cgroupJoin(s: LocalState): string[] {
-    return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : []);
+  private cgroupJoin(s: LocalState, pwd?: string): string[] {
+    return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : [], pwd);
   }
 
   /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
   private enterArgs(s: LocalState, command: string[]): string[] {
     return [
-      ...this.cgroupJoin(s),
+      // nsenter --wd starts the command in pid 1's directory, the sandbox's home.
+      ...this.cgroupJoin(s, SANDBOX_HOME),
       // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
       // in the sandbox's user namespace, so setuid-root binaries gain nothing.
       ...this.limitArgs(s.resources),
@@ -419,6 +391,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       const state = readState(join(this.opts.root, name));
       if (liveIds.has(name)) {
         if (state?.cgroup) keepGroups.add(state.cgroup);
+        // The host ledger is per process: rebuilt from what still runs here.
+        if (state?.host === HOST_ID) this.opts.hostMemory.force(name, state.resources?.memoryMB ?? this.opts.defaultResources.memoryMB);
         await this.net?.restore(name, join(this.opts.root, name));
         continue;
       }

@@ -38,6 +38,8 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
     stdout: "pipe",
     stderr: "pipe",
     env: opts.env,
+    // Not the service's directory: nothing of the host's paths goes along into the sandbox.
+    cwd: "/",
     // A new session per command (nsenter's forked child stays in it inside the
     // sandbox): the timeout kills this session, not the sandbox's other processes.
     detached: true,

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { DEFAULT_RESOURCES, definePlugin, egressPolicyFromEnv, Type } from "../../src/plugin-api";
 import { LocalBackend, type LocalLimits } from "./backend";
+import { HostMemory } from "./host-memory";
 import { parseUpstreams, systemUpstreams } from "./network/upstream";
 import { localTemplateFields } from "./template";
 
@@ -65,6 +66,8 @@ export default definePlugin({
       warmPool: config.warmPool ?? 2,
       withoutCgroups: config.withoutCgroups ?? false,
       defaultResources: DEFAULT_RESOURCES,
+      // Checked at start-up (src/settings/providers.ts); a ceiling per sandbox, so over 1 is overcommit.
+      hostMemory: HostMemory.ofHost(Number(ctx.env.SANDBOX_HOST_MEMORY_SHARE?.trim() || 1.5)),
       log: ctx.log,
       path: config.toolPath ?? ctx.env.PATH,
       // SANDBOX_NETWORK=off: no namespace, no pasta; every sandbox has its loopback only.

@@ -14,6 +14,8 @@ export function spawnStreaming(argv: string[], env: Record<string, string>, pidN
     stdout: "pipe",
     stderr: "pipe",
     env,
+    // Not the service's directory: nothing of the host's paths goes along into the sandbox.
+    cwd: "/",
     // Its own session, so a signal reaches what it started and nothing else.
     detached: true,
   });

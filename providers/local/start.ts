@@ -7,6 +7,7 @@ import type { SandboxCgroups } from "./cgroup/types";
 import { prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
 import { lines } from "../../src/streams/lines";
 import { childrenOf, pidNamespace, procStat, signal } from "./procfs";
+import { INIT_SCRIPT, startHeartbeat } from "./heartbeat";
 import { HOST_ID, joinCgroupArgs, type LocalState, safeRead } from "./state";
 
 const READY_TIMEOUT_MS = 10_000;
@@ -30,6 +31,10 @@ export interface Started {
   state: LocalState;
   /** Lets it outlive the service (see the script of pid 1). */
   release: () => void;
+  /** Still waiting for its release, and sure to get it in time (a stale one is not handed out). */
+  fresh: () => boolean;
+  /** No more heartbeat: it exits by itself (used with a kill, or when it is dropped). */
+  discard: () => void;
 }
 
 /** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
@@ -79,12 +84,8 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
   ];
 }
 
-/**
- * pid 1's command (bwrap takes the command from its own command line only). Waits for
- * "go" on stdin before settling down: a warm sandbox whose service dies before handing
- * it out sees end-of-file instead and exits, so it cannot leak.
- */
-const INIT_COMMAND = ["/bin/sh", "-c", 'echo ready; read go; [ "$go" = go ] || exit 0; exec sleep infinity </dev/null >/dev/null 2>&1'];
+/** pid 1's command: waits for "go" under the service's heartbeat (heartbeat.ts), then settles down. */
+const INIT_COMMAND = ["/bin/sh", "-c", INIT_SCRIPT];
 
 /** Starts one sandbox (its cgroup, bwrap and bwrap's long-lived pid 1) in root/<dirName>. */
 export async function startSandbox(o: StartOptions): Promise<Started> {
@@ -121,7 +122,7 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     // detached: a new session, so a terminal's Ctrl-C or a signal to the service's process
     // group does not reach sandboxes, and they outlive the service. stderr is a pipe, not
     // a log file: a file's host path would show in /proc/1/fd inside.
-    proc = Bun.spawn(argv, { stdio: ["pipe", "pipe", "pipe", ...stdio], env: {}, detached: true });
+    proc = Bun.spawn(argv, { stdio: ["pipe", "pipe", "pipe", ...stdio], env: {}, cwd: "/", detached: true });
     for (const fd of fds.splice(0)) closeSync(fd);
     // Until state.json exists, this is how start-up reconciliation finds a sandbox whose
     // creation a crash interrupted (pid and start time, against pid reuse).
@@ -145,16 +146,19 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     // Written whole or not at all (a crash mid-write must not leave half a file).
     writeFileSync(join(paths.dir, "state.json.tmp"), JSON.stringify(state), { mode: 0o600 });
     renameSync(join(paths.dir, "state.json.tmp"), join(paths.dir, "state.json"));
-    const release = () => {
-      stdin.write("go\n");
-      void stdin.end();
-    };
-    return { state, release };
+    const heartbeat = startHeartbeat(stdin, () => procStat(initPid)?.startTime === st.startTime);
+    return { state, release: heartbeat.release, fresh: heartbeat.fresh, discard: heartbeat.stop };
   } catch (e) {
     for (const fd of fds) closeSync(fd);
     if (proc) {
+      // Children first: once bwrap is dead its child (the sandbox's pid 1, which ignores
+      // every signal but SIGKILL) is reparented and no longer found under it. And stdin
+      // closed: a pid 1 the kill missed reads end-of-file and exits instead of waiting.
+      const children = childrenOf(proc.pid);
+      for (const c of children) signal(c, "SIGKILL");
       proc.kill("SIGKILL");
-      for (const c of childrenOf(proc.pid)) signal(c, "SIGKILL");
+      for (const c of childrenOf(proc.pid)) if (!children.includes(c)) signal(c, "SIGKILL");
+      void Promise.resolve((proc.stdin as import("bun").FileSink).end()).catch(() => {});
     }
     if (o.cgroups && cgroup) await o.cgroups.destroy(cgroup).catch(() => {});
     await o.network?.discard(paths.dir).catch(() => {});

@@ -33,8 +33,13 @@ export const HOST_ID = `${hostname()}/${safeRead("/proc/sys/kernel/random/boot_i
  * argv prefix that moves itself into the given cgroup files, then execs the rest. Threat:
  * a process of the sandbox outside its group would escape every limit, so a failed
  * move stops the command (exit 125) instead of running it unconfined.
+ *
+ * Threat: the shell exports PWD (its own working directory, i.e. the service's) to what
+ * it execs, which would show a host path in /proc/<pid>/environ inside the sandbox. It
+ * passes `pwd` on instead (the directory the command starts in, inside the sandbox), or
+ * no PWD at all.
  */
-export function joinCgroupArgs(procsFiles: string[]): string[] {
+export function joinCgroupArgs(procsFiles: string[], pwd = ""): string[] {
   if (!procsFiles.length) return [];
-  return ["/bin/sh", "-c", 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"', "sh", String(procsFiles.length), ...procsFiles];
+  return ["/bin/sh", "-c", 'p=$1; n=$2; shift 2; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; unset OLDPWD; if [ -n "$p" ]; then export PWD="$p"; else unset PWD; fi; exec "$@"', "sh", pwd, String(procsFiles.length), ...procsFiles];
 }

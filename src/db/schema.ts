@@ -11,3 +11,4 @@ export * from "../endpoints/schema";
 export * from "../deployments/schema";
 export * from "../generation/schema";
 export * from "../e2b/schema";
+export * from "../sandboxes/quota-schema";

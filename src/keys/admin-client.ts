@@ -4,6 +4,7 @@ import { DataDirLockedError } from "../db/data-dir";
 import { keyJson, organizationJson } from "./admin-routes";
 import { type BudgetPatch, type KeyPatch, KeyRepository, type NewKey } from "./keys";
 import { readAdminEndpoint } from "./local-admin";
+import { type QuotaOverrides, SandboxQuotas } from "../sandboxes/quota";
 
 type OrganizationJson = ReturnType<typeof organizationJson>;
 type KeyJson = ReturnType<typeof keyJson>;
@@ -20,6 +21,8 @@ export interface KeyAdmin {
   listKeys(organizationId?: string): Promise<KeyJson[]>;
   revokeKey(id: string): Promise<KeyJson>;
   updateKey(id: string, patch: KeyPatch): Promise<KeyJson>;
+  /** Sets an organization's sandbox quota (null: the default); returns it as the admin API shows it. */
+  setSandboxQuota(organizationId: string, quota: QuotaOverrides): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -45,7 +48,9 @@ export class ServiceBusyError extends Error {}
 export async function openKeyAdmin(config: Config): Promise<KeyAdmin> {
   try {
     const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread });
-    return directAdmin(new KeyRepository(database.db), () => database.close());
+    const c = config.sandboxes;
+    const quotas = new SandboxQuotas(database.db, { maxSandboxes: c.orgMaxSandboxes, maxMemoryMB: c.orgMaxMemoryMB, maxCpus: c.orgMaxCpus });
+    return directAdmin(new KeyRepository(database.db), quotas, () => database.close());
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     const endpoint = readAdminEndpoint(config.dataDir);
@@ -59,8 +64,9 @@ export async function openKeyAdmin(config: Config): Promise<KeyAdmin> {
   }
 }
 
-function directAdmin(repo: KeyRepository, close: () => Promise<void>): KeyAdmin {
+function directAdmin(repo: KeyRepository, quotas: SandboxQuotas, close: () => Promise<void>): KeyAdmin {
   return {
+    setSandboxQuota: async (organizationId, quota) => quotas.describe(organizationId, await quotas.set(organizationId, quota)),
     createOrganization: async (name, budget) => organizationJson(await repo.createOrganization(name, budget)),
     updateOrganization: async (id, patch) => organizationJson(await repo.updateOrganization(id, patch, new Date())),
     listOrganizations: async () => (await repo.listOrganizations()).map((o) => organizationJson(o)),
@@ -117,6 +123,7 @@ function remoteAdmin(baseUrl: string, token: string, pid: number): KeyAdmin {
     updateKey: (id, patch) => call("PATCH", `/admin/keys/${encodeURIComponent(id)}`, { ...wireBudget(patch), expiresAt: patch.expiresAt?.toISOString() }),
     listKeys: (organizationId) => call("GET", `/admin/keys${organizationId ? `?organizationId=${encodeURIComponent(organizationId)}` : ""}`),
     revokeKey: (id) => call("POST", `/admin/keys/${encodeURIComponent(id)}/revoke`),
+    setSandboxQuota: (organizationId, quota) => call("PUT", `/admin/organizations/${encodeURIComponent(organizationId)}/sandbox-quota`, quota),
     close: async () => {},
   };
 }

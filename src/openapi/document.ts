@@ -62,12 +62,14 @@ export function buildOpenApiDocument({ app, surfaces, paths: rewrites = {} }: Do
       const declared = op[DECLARED] as Declared | undefined;
       delete op[DECLARED];
       const responses: Record<string, any> = {};
+      // A route that declares 429 itself refuses past a quota in its family's shape, besides the flat rate-limit body.
+      const quota429 = "429" in ((op.responses ?? {}) as Record<string, unknown>);
       for (const [status, res] of Object.entries((op.responses ?? {}) as Record<string, any>)) responses[status] = res;
       for (const [status, success] of Object.entries(declared?.success ?? {})) responses[status] = successResponse(Number(status), success);
       const hasPathParams = /\{[^}]+\}/.test(path);
       for (const status of [...surfaceErrorStatuses(surface, method, hasPathParams), ...(declared?.errors ?? [])]) responses[String(status)] = {};
       for (const status of Object.keys(responses)) {
-        if (Number(status) >= 400) responses[status] = errorResponse(surface, Number(status));
+        if (Number(status) >= 400) responses[status] = errorResponse(surface, Number(status), quota429);
         else responses[status] = publishResponse(responses[status], schemas);
       }
       op.responses = sortByStatus(responses);

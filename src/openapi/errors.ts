@@ -108,15 +108,23 @@ const DESCRIPTIONS: Record<number, string> = {
 };
 
 /** The response object for an error status of a surface. */
-export function errorResponse(surface: Surface, status: number): Record<string, unknown> {
+export function errorResponse(surface: Surface, status: number, quota429 = false): Record<string, unknown> {
   // Rate-limit refusals of the service are flat on every surface (spec: Rate limits); on
-  // model surfaces an upstream's own rate limit passes through in the protocol's shape.
+  // model surfaces an upstream's own rate limit passes through in the protocol's shape; an
+  // operation that declares 429 itself refuses past an organization's quota, in its family's shape.
   const family = FAMILY_COMPONENT[surface.family];
   const passed = `${family.replace(/Error$/, "")}RateLimitError`;
-  const component = status !== 429 ? family : surface.passThrough && ERROR_COMPONENTS[passed] ? passed : "FlatError";
+  const component =
+    status !== 429 || quota429 ? family : surface.passThrough && ERROR_COMPONENTS[passed] ? passed : "FlatError";
   const schema = { $ref: `#/components/schemas/${component}` };
+  const description =
+    status === 429 && quota429
+      ? "A quota of the organization reached (a rate limit answers a flat body)"
+      : component === passed
+        ? "Rate limit reached: the service's own (flat body), or the upstream's, passed through with its `Retry-After`"
+        : (DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error"));
   return {
-    description: component === passed ? "Rate limit reached: the service's own (flat body), or the upstream's, passed through with its `Retry-After`" : (DESCRIPTIONS[status] ?? (status >= 500 ? "Server error" : "Client error")),
+    description,
     content: { "application/json": { schema } },
   };
 }

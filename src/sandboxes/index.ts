@@ -3,6 +3,7 @@ import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
 import { SandboxNetworks } from "./network-service";
 import { sandboxRoutes, sandboxSurface } from "./routes";
+import { SandboxQuotas } from "./quota";
 import { SandboxService } from "./service";
 import { loadTemplates } from "./templates";
 
@@ -20,6 +21,8 @@ export function sandboxServiceOf(s: Services): SandboxService {
     const observe = observabilityFor(s);
     svc.observe = observe;
     svc.networkMode = s.config.sandboxes.network;
+    const c = s.config.sandboxes;
+    svc.quotas = new SandboxQuotas(s.db, { maxSandboxes: c.orgMaxSandboxes, maxMemoryMB: c.orgMaxMemoryMB, maxCpus: c.orgMaxCpus });
     if (observe) {
       const service = svc;
       observe.sandboxUsage = (limit) => service.usage(limit);
@@ -48,6 +51,7 @@ export const sandboxesModule: RouteModule = {
       if (problem) s.log.warn("sandbox template unavailable", { template: template.id, problem });
     }
     await svc.reconcile();
+    await svc.quotas?.sweep();
     // The reaper reads endAt from the database, so TTLs survive restarts: a sandbox
     // that expired while the service was down is stopped on the first tick.
     let stopped = false;

@@ -73,12 +73,12 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
           cpuCount: t.Optional(t.Number({ exclusiveMinimum: 0, error: "cpuCount must be a positive number of cores", description: "CPU time in cores; default and maximum from the template (1, up to 2)" })),
           diskSizeMB: t.Optional(t.Integer({ minimum: 1, error: "diskSizeMB must be an integer number of MiB", description: "Size of each writable file system (/home/user, /tmp, /dev/shm) in MiB; default and maximum from the template (1024, up to 4096)" })),
         }),
-        response: { 200: SandboxSchema, 400: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema },
+        response: { 200: SandboxSchema, 400: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema },
         detail: {
           tags,
           operationId: "createSandbox", summary: "Create a sandbox",
           description:
-            "Starts a sandbox from a template (`base`, `code_interpreter`, or configured ones) and returns it `running`. `unknown template: <name>` gives 400; a template whose host requirements are missing (e.g. bubblewrap, python3) gives 503 naming what to install.",
+            "Starts a sandbox from a template (`base`, `code_interpreter`, or configured ones) and returns it `running`. `unknown template: <name>` gives 400; a template whose host requirements are missing (e.g. bubblewrap, python3) gives 503 naming what to install; a create past the organization's sandbox quota (concurrent sandboxes, total memory, total CPUs) gives 429 naming the limit; one that would commit more memory than the host's configured share gives 503.",
         },
       },
     )

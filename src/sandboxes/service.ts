@@ -9,6 +9,7 @@ import type { Registry } from "../registry/registry";
 import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
+import type { SandboxQuotas } from "./quota";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -55,6 +56,8 @@ export class SandboxService {
   observe?: Observability;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
+  /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
+  quotas?: SandboxQuotas;
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -132,9 +135,11 @@ export class SandboxService {
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
+    await this.quotas?.admit(organizationId, id, resources);
     const started = performance.now();
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch((e) => {
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
       this.observe?.sandboxCreated(template.id, false, started);
+      await this.quotas?.release(id).catch(() => {});
       throw e;
     });
     this.observe?.sandboxCreated(template.id, true, started, id);
@@ -155,6 +160,7 @@ export class SandboxService {
     } catch (e) {
       // Nothing may run that the database does not know about.
       await backend.destroy(id, state).catch(() => {});
+      await this.quotas?.release(id).catch(() => {});
       throw e;
     }
   }

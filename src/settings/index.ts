@@ -93,6 +93,10 @@ export const SETTINGS = {
     network: oneOf("SANDBOX_NETWORK", NETWORK_MODES, "none"),
     /** Base domain of `<port>-<sandboxID>.<domain>` host routing (wildcard DNS and a TLS proxy in front); unset: no host routing. */
     domain: hostAndPort("SANDBOX_DOMAIN"),
+    /** README: Sandbox quotas. Defaults of every organization; the admin API and CLI set an organization's own. */
+    orgMaxSandboxes: integer("SANDBOX_ORG_MAX_SANDBOXES", 50, { min: 0 }),
+    orgMaxMemoryMB: integer("SANDBOX_ORG_MAX_MEMORY_MB", 65536, { min: 0 }),
+    orgMaxCpus: integer("SANDBOX_ORG_MAX_CPUS", 50, { min: 0 }),
   },
   agents: {
     leaseMs: integer("AGENT_LEASE_MS", 30_000, { min: 200 }),

@@ -1,5 +1,5 @@
 import { httpUrl, optionalPath } from "./values";
-import { matching, oneOf, optionalText } from "./variable";
+import { custom, Invalid, matching, oneOf, optionalText } from "./variable";
 
 /**
  * The built-in provider plugins' own variables. Plugins read them from the environment
@@ -67,5 +67,11 @@ export const PROVIDER_VARIABLES = {
   // Exact words: the local plugin compares the raw value, so "OFF" must not pass here as "off".
   sandboxLocal: oneOf("SANDBOX_LOCAL", ["on", "off", "without-cgroups"], "on"),
   // The local plugin's sandbox resolver asks these (README: Sandbox networks); default: the host's /etc/resolv.conf.
+  // README: Sandbox quotas. The local plugin's host admission: what all its sandboxes may commit, as a multiple of MemTotal.
+  sandboxHostMemoryShare: custom("SANDBOX_HOST_MEMORY_SHARE", "a number above 0 such as 1.5 (the sandboxes of this host may commit that many times its memory)", (text) => {
+    const n = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : NaN;
+    if (!(n > 0)) throw new Invalid();
+    return n;
+  }, () => 1.5),
   sandboxDnsServers: matching("SANDBOX_DNS_SERVERS", /^\s*[0-9a-fA-F.:\[\]]+\s*(,\s*[0-9a-fA-F.:\[\]]+\s*)*$/, "a comma-separated list of DNS server addresses, each optionally with :port (127.0.0.1:5353, [::1]:53)"),
 };

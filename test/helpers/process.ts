@@ -18,7 +18,8 @@ export interface ServiceProcess {
 export async function spawnService(cmd: string[], env: Record<string, string>, opts: { cwd?: string; timeoutMs?: number } = {}): Promise<ServiceProcess> {
   const proc = Bun.spawn(cmd, {
     cwd: opts.cwd,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: "0", ...env },
+    // No host memory admission unless the test sets it (see startTestService).
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: "0", SANDBOX_HOST_MEMORY_SHARE: "1000", ...env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
