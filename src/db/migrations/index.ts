@@ -10,6 +10,7 @@ import m7 from "./0007_request_log.sql" with { type: "text" };
 import m8 from "./0008_e2b_access_tokens.sql" with { type: "text" };
 import m9 from "./0009_budgets.sql" with { type: "text" };
 import m10 from "./0010_sandbox_network.sql" with { type: "text" };
+import m11 from "./0011_usage_parts_and_holds.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -23,4 +24,5 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0008_e2b_access_tokens", when: 1795613218290, breakpoints: true, sql: m8 },
   { tag: "0009_budgets", when: 1795613445381, breakpoints: true, sql: m9 },
   { tag: "0010_sandbox_network", when: 1795745122754, breakpoints: true, sql: m10 },
+  { tag: "0011_usage_parts_and_holds", when: 1795757398204, breakpoints: true, sql: m11 },
 ];
