@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../db/client";
+import type { TokenReservation } from "../limits/tokens";
 
 /**
  * What a request holds while it is in flight: its maximum cost against the key's and the
@@ -15,7 +16,9 @@ export interface BudgetHold {
   key: boolean;
   org: boolean;
   /** Tokens counted in the key's window at admission (settled to the real count later). */
-  tokens?: { count: number; at: number };
+  tokens?: { count: number; reservation: TokenReservation };
+  /** Set once a usage record carries the hold (the meter releases it then). */
+  recorded?: boolean;
 }
 
 /**

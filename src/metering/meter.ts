@@ -132,6 +132,7 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 
   record(u: UsageRecord): void {
+    if (u?.hold) u.hold.recorded = true;
     try {
       const at = this.now();
       const cost = this.priced(u, at);
