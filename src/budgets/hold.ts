@@ -31,32 +31,40 @@ export const HOLD_TTL_MS = 15 * 60_000;
 /** A hold counts while `reserved_until` is ahead of `now`; a lapsed one counts as zero. */
 const live = (now: string) => sql`case when t.reserved_until > ${now}::timestamptz then t.reserved else 0 end`;
 /**
- * Holds `amount` USD against the key's and the organization's budgets (those with a
- * limit), or refuses: one statement, so concurrent requests of one key or organization
- * queue on its rows (FOR UPDATE, which reads the newest version of a row once its lock
- * is had; always key before organization, the order the usage meter updates them in) and
- * each sees the holds of those before it. Nothing is held when either refuses. Returns
- * which budget refused, or null when the hold was taken.
+ * Holds `amount` USD against the key's and/or the organization's budget (`key`, `org`:
+ * which have a limit), or refuses: one statement, so concurrent requests of one key or
+ * organization queue on its row and each sees the holds of those before it. With both,
+ * the rows are locked first (FOR UPDATE, which reads the newest version of a row once its
+ * lock is had; always key before organization, the order the usage meter updates them
+ * in), and nothing is held when either refuses. Returns which budget refused, or null
+ * when the hold was taken.
  */
 export async function takeHold(db: Db, o: { keyId: string; orgId: string; key: boolean; org: boolean; amount: number; now: Date }): Promise<"key" | "org" | null> {
   const now = o.now.toISOString();
   const until = new Date(o.now.getTime() + HOLD_TTL_MS).toISOString();
   const amount = o.amount.toFixed(9);
-  const fits = sql`${spentNowAt(now)} + ${live(now)} + ${amount}::numeric <= t.spending_limit`;
+  const fits = sql`(t.spending_limit is null or ${spentNowAt(now)} + ${live(now)} + ${amount}::numeric <= t.spending_limit)`;
+  const set = sql`reserved = ${live(now)} + ${amount}::numeric, reserved_until = ${until}::timestamptz`;
+  if (o.key !== o.org) {
+    // One budget: one UPDATE whose condition PostgreSQL evaluates again on the newest
+    // version of a row another transaction changed meanwhile (a third of the time of the
+    // statement below, measured on the embedded database).
+    const table = sql.raw(o.key ? "api_keys" : "organizations");
+    const held = rowsOf(await db.execute(sql`update ${table} t set ${set} where t.id = ${o.key ? o.keyId : o.orgId} and ${fits} returning 1`));
+    return held.length ? null : o.key ? "key" : "org";
+  }
   const rows = rowsOf<{ key_ok: boolean | null; org_ok: boolean | null }>(
     await db.execute(sql`
       with k as (
-        select t.id, ${fits} as ok from api_keys t where t.id = ${o.key ? o.keyId : ""} and t.spending_limit is not null for update
+        select t.id, ${fits} as ok from api_keys t where t.id = ${o.keyId} for update
       ), o as (
-        select t.id, ${fits} as ok from organizations t where t.id = ${o.org ? o.orgId : ""} and t.spending_limit is not null for update
+        select t.id, ${fits} as ok from organizations t where t.id = ${o.orgId} for update
       ), verdict as (
         select coalesce((select ok from k), true) as key_ok, coalesce((select ok from o), true) as org_ok
       ), uk as (
-        update api_keys t set reserved = ${live(now)} + ${amount}::numeric, reserved_until = ${until}::timestamptz
-        from verdict v where t.id = (select id from k) and v.key_ok and v.org_ok returning 1
+        update api_keys t set ${set} from verdict v where t.id = (select id from k) and v.key_ok and v.org_ok returning 1
       ), uo as (
-        update organizations t set reserved = ${live(now)} + ${amount}::numeric, reserved_until = ${until}::timestamptz
-        from verdict v where t.id = (select id from o) and v.key_ok and v.org_ok returning 1
+        update organizations t set ${set} from verdict v where t.id = (select id from o) and v.key_ok and v.org_ok returning 1
       )
       select key_ok, org_ok, (select count(*) from uk) + (select count(*) from uo) as held from verdict`),
   );

@@ -101,6 +101,43 @@ describe("spending limits under concurrency", () => {
   });
 });
 
+describe("key and organization both limited", () => {
+  let up: ReturnType<typeof slowUpstream>;
+  let svc: TestService;
+  beforeAll(async () => {
+    up = slowUpstream({ delayMs: 1500 });
+    svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: up.url });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    up?.stop();
+  });
+
+  test("one statement holds both or neither: the tighter budget decides, the other keeps no hold", async () => {
+    const { orgBudgetsFor } = await import("../../src/budgets");
+    const org = await svc.org();
+    await svc.server.services.db.execute(sql`update organizations set spending_limit = 0.1 where id = ${org}`);
+    await orgBudgetsFor(svc.server.services).reload();
+    const { key, id } = await svc.key(org, { spendingLimit: 0.5 });
+    const got = await statuses(svc, 50, () => chat(key, 9000));
+    expect(count(got, 200)).toBe(1);
+    expect(count(got, 402)).toBe(49);
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "api_keys", id)).toBe(0);
+    expect(await reserved(svc, "organizations", org)).toBe(0);
+    // The key's own limit, tighter than the organization's, refuses with the key's status.
+    const other = await svc.org();
+    await svc.server.services.db.execute(sql`update organizations set spending_limit = 5 where id = ${other}`);
+    await orgBudgetsFor(svc.server.services).reload();
+    const tight = await svc.key(other, { spendingLimit: 0.1 });
+    const second = await statuses(svc, 20, () => chat(tight.key, 9000));
+    expect(count(second, 200)).toBe(1);
+    expect(count(second, 402)).toBe(19);
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "organizations", other)).toBe(0);
+  });
+});
+
 describe("holds are released when upstreams fail", () => {
   let up: ReturnType<typeof slowUpstream>;
   let svc: TestService;
