@@ -8,9 +8,9 @@
 import { children, startService } from "./gateway-targets";
 import { fmt, percentile, startChild } from "./lib";
 
-const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 3);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
-const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 60);
+const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 40);
 const ADMIN = "bench-admin-token";
 const BODY = JSON.stringify({ model: "gpt-4o-mini", max_tokens: 64, messages: [{ role: "user", content: "Say hello" }] });
 
