@@ -43,22 +43,25 @@ export async function takeHold(db: Db, o: { keyId: string; orgId: string; key: b
   const now = o.now.toISOString();
   const until = new Date(o.now.getTime() + HOLD_TTL_MS).toISOString();
   const amount = o.amount.toFixed(9);
-  const fits = sql`(t.spending_limit is null or ${spentNowAt(now)} + ${live(now)} + ${amount}::numeric <= t.spending_limit)`;
+  // A key's pending generation tasks hold their estimates too (src/generation/service.ts,
+  // which counts these holds in turn): both are counted against the key's limit.
+  const pending = sql`(select coalesce(sum(p.estimated_cost), 0) from predictions p where p.key_id = t.id and p.settlement = 'pending')`;
+  const fitsOf = (key: boolean) => sql`(t.spending_limit is null or ${spentNowAt(now)} + ${live(now)} + ${key ? pending : sql`0`} + ${amount}::numeric <= t.spending_limit)`;
   const set = sql`reserved = ${live(now)} + ${amount}::numeric, reserved_until = ${until}::timestamptz`;
   if (o.key !== o.org) {
     // One budget: one UPDATE whose condition PostgreSQL evaluates again on the newest
     // version of a row another transaction changed meanwhile (a third of the time of the
     // statement below, measured on the embedded database).
     const table = sql.raw(o.key ? "api_keys" : "organizations");
-    const held = rowsOf(await db.execute(sql`update ${table} t set ${set} where t.id = ${o.key ? o.keyId : o.orgId} and ${fits} returning 1`));
+    const held = rowsOf(await db.execute(sql`update ${table} t set ${set} where t.id = ${o.key ? o.keyId : o.orgId} and ${fitsOf(o.key)} returning 1`));
     return held.length ? null : o.key ? "key" : "org";
   }
   const rows = rowsOf<{ key_ok: boolean | null; org_ok: boolean | null }>(
     await db.execute(sql`
       with k as (
-        select t.id, ${fits} as ok from api_keys t where t.id = ${o.keyId} for update
+        select t.id, ${fitsOf(true)} as ok from api_keys t where t.id = ${o.keyId} for update
       ), o as (
-        select t.id, ${fits} as ok from organizations t where t.id = ${o.orgId} for update
+        select t.id, ${fitsOf(false)} as ok from organizations t where t.id = ${o.orgId} for update
       ), verdict as (
         select coalesce((select ok from k), true) as key_ok, coalesce((select ok from o), true) as org_ok
       ), uk as (

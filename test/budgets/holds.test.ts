@@ -169,6 +169,29 @@ describe("holds are released when upstreams fail", () => {
   }, 300_000);
 });
 
+describe("generation tasks and model requests share a key's budget", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc?.close());
+
+  test("a pending task's estimate counts against a model request's hold until the task settles", async () => {
+    const org = await svc.org();
+    const { id } = await svc.key(org, { spendingLimit: 1 });
+    const db = svc.server.services.db;
+    await db.execute(sql`insert into predictions (id, organization_id, key_id, model, generation_type, mode, input, status, base_url, deadline_at, estimated_cost)
+      values ('pred_hold_test', ${org}, ${id}, 'm', 'image', 'async', '{}'::jsonb, 'starting', 'http://x', now(), 0.6)`);
+    const hold = { keyId: id, orgId: org, key: true, org: false, now: new Date() };
+    expect(await takeHold(db, { ...hold, amount: 0.5 })).toBe("key");
+    expect(await takeHold(db, { ...hold, amount: 0.3 })).toBeNull();
+    // The task settles: its estimate no longer counts, the request's hold still does.
+    await db.execute(sql`update predictions set settlement = 'settled' where id = 'pred_hold_test'`);
+    expect(await takeHold(db, { ...hold, amount: 0.75 })).toBe("key");
+    expect(await takeHold(db, { ...hold, amount: 0.7 })).toBeNull();
+  });
+});
+
 function tokenWindowTests(name: string, env: () => Record<string, string>) {
   describe(name, () => {
     let up: ReturnType<typeof slowUpstream>;
