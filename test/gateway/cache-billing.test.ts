@@ -3,6 +3,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { calcPrice } from "@pydantic/genai-prices";
+import { sql } from "drizzle-orm";
+import { rowsOf } from "../../src/db/client";
+import { usageMeterFor } from "../../src/metering";
 import { startTestService, type TestService } from "../helpers/service";
 import { CACHE_USAGE, startCacheUpstream } from "./cache-upstream";
 import { eventually, usageOf } from "./helpers";
@@ -130,8 +133,8 @@ describe("cut-off streams", () => {
     }
   }
 
-  test("a chat stream the client cuts before usage arrived records the request's estimated input and the deltas seen, marked estimated", async () => {
-    const { key, id } = await svc.key(org);
+  test("a chat stream the client cuts before usage arrived records the request's estimated input and the deltas seen, marked estimated, and releases its hold", async () => {
+    const { key, id } = await svc.key(org, { spendingLimit: 10 });
     const content = "x".repeat(4000);
     await cutOff("/v1/chat/completions", { authorization: `Bearer ${key}` }, { model: "gpt-4o", stream: true, messages: [{ role: "user", content }] });
     const row = await eventually(async () => (await usageOf(svc, id))[0]);
@@ -142,6 +145,11 @@ describe("cut-off streams", () => {
     expect(row.inputTokens).toBeLessThan(1100);
     expect(row.outputTokens).toBeGreaterThanOrEqual(1);
     expect(row.cost).toBeGreaterThan(0);
+    // The maximum cost held at admission is released, the estimated cost spent instead.
+    await usageMeterFor(svc.server.services).flush();
+    const [k] = rowsOf<{ reserved: string; spent: string }>(await svc.server.services.db.execute(sql`select reserved, spent from api_keys where id = ${id}`));
+    expect(Number(k.reserved)).toBe(0);
+    expect(Number(k.spent)).toBeCloseTo(row.cost!, 5);
   });
 
   test("a Messages stream cut off keeps the input its first event reported, cache parts included", async () => {
