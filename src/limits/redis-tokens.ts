@@ -150,7 +150,10 @@ export class RedisTokenLimiter implements TokenLimiter {
 
   settle(keyId: string, r: TokenReservation, delta: number): void {
     if (!delta) return;
-    if (r.local || !this.scripts.ready()) return this.fallback.settle(keyId, { ...r, at: Math.floor(Date.now() / 1000) }, delta);
+    // This process's window counted the reservation too (the same second while the hosts' and
+    // Redis's clocks agree; otherwise that window is only a fallback and stays approximate).
+    this.fallback.settle(keyId, r, delta);
+    if (r.local || !this.scripts.ready()) return;
     this.scripts.run(SETTLE_TOKENS_LUA, [this.windowKey(keyId)], [String(r.at), String(Math.round(delta))]).catch((err) => this.scripts.warn("Redis token settlement failed", err));
   }
 
