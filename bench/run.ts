@@ -7,6 +7,7 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   foundation: () => import("./foundation"),
   gateway: () => import("./gateway"),
   limits: () => import("./limits"),
+  holds: () => import("./holds"),
   metering: () => import("./metering"),
   events: () => import("./events"),
   sandboxes: () => import("./sandboxes"),

@@ -40,9 +40,10 @@ export function checkBudgets(s: Services, auth: AuthContext, surface: Surface): 
 }
 
 /**
- * Budgets: checked after authentication, before the body is read. Spend is what the usage
- * meter wrote (src/metering/meter.ts), so requests in flight while a limit is reached, and
- * those admitted before every process learns the new spend, may overshoot it.
+ * Budgets: a first check after authentication, before the body is read, against the spend
+ * the usage meter wrote (src/metering/meter.ts), refuses a budget already spent at the cost of
+ * a Map lookup. What makes a limit hold under concurrency is the hold each model request
+ * takes before it is forwarded (src/gateway/admission.ts, hold.ts).
  */
 export const budgetsModule: RouteModule = {
   surfaces: [],

@@ -20,6 +20,9 @@ const Pricing = Type.Object(
   {
     inputPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
     outputPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+    /** Prompt-cache reads and writes; the input price when absent. */
+    cacheReadPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+    cacheWritePerMTok: Type.Optional(Type.Number({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

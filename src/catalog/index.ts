@@ -3,7 +3,7 @@ import { ConfigError } from "../config";
 import type { Services } from "../services";
 import { type CatalogConfig, parseCatalogConfig } from "./config";
 import { type Entry, entryByPattern, seedEntries, selfMatchingIds, type VendorSource, vendorSources } from "./dataset";
-import { ruleCost } from "./pricing";
+import { calculatorUsage, hasParts, leaves, ruleCost } from "./pricing";
 import type { Catalog, CatalogModel, TokenUsage } from "./types";
 
 export type { Catalog, CatalogModel, ModelKind, TokenUsage } from "./types";
@@ -67,25 +67,30 @@ class ModelCatalog implements Catalog {
   cost(modelId: string, usage: TokenUsage, at = Date.now()): number | undefined {
     const entry = this.entry(modelId);
     if (!entry) return undefined;
-    const inputTokens = Math.max(0, usage.inputTokens || 0);
-    const outputTokens = Math.max(0, usage.outputTokens || 0);
-    if (entry.pricedBy && !entry.priceOverridden && !isFlat(entry.rule)) {
-      // Long-context tiers and date-dependent prices, as the dataset's own calculator
-      // computes them (pricing.ts); the calculator itself, which sets up per call, only for
-      // a price shape that module does not know.
+    const parts = hasParts(usage);
+    if (entry.pricedBy && !entry.priceOverridden && (parts || !isFlat(entry.rule))) {
+      // Cache and audio parts, long-context tiers and date-dependent prices, as the
+      // dataset's own calculator computes them (pricing.ts); the calculator itself, which
+      // sets up per call, only for a price shape that module does not know.
       const timestamp = new Date(at);
-      const own = entry.rule && ruleCost(entry.rule, inputTokens, outputTokens, timestamp);
+      const own = entry.rule && ruleCost(entry.rule, usage, timestamp);
       if (own !== undefined) return own;
-      const r = calcPrice({ input_tokens: inputTokens, output_tokens: outputTokens }, modelId, { providerId: entry.pricedBy, timestamp });
-      if (r) return r.total_price;
+      try {
+        const r = calcPrice(calculatorUsage(usage) as never, modelId, { providerId: entry.pricedBy, timestamp });
+        if (r) return r.total_price;
+      } catch {
+        // The calculator refuses usage it finds inconsistent: priced below from the list prices.
+      }
     }
+    const [plain, read, w5, w1, audioIn, text, audioOut] = leaves(usage);
     if (entry.pricedBy && !entry.priceOverridden && entry.rule && !Array.isArray(entry.rule.prices)) {
       const p = entry.rule.prices as Record<string, number | undefined>;
-      return (inputTokens * (p.input_mtok ?? 0) + outputTokens * (p.output_mtok ?? 0)) / 1e6;
+      return ((plain + read + w5 + w1 + audioIn) * (p.input_mtok ?? 0) + (text + audioOut) * (p.output_mtok ?? 0)) / 1e6;
     }
     const p = entry.model.pricing;
     if (!p || (p.inputPerMTok === undefined && p.outputPerMTok === undefined)) return undefined;
-    return (inputTokens * (p.inputPerMTok ?? 0) + outputTokens * (p.outputPerMTok ?? 0)) / 1e6;
+    const input = p.inputPerMTok ?? 0;
+    return ((plain + audioIn) * input + read * (p.cacheReadPerMTok ?? input) + (w5 + w1) * (p.cacheWritePerMTok ?? input) + (text + audioOut) * (p.outputPerMTok ?? 0)) / 1e6;
   }
 
   private entry(id: string): Entry | undefined {

@@ -1,30 +1,89 @@
 import type { ModelInfo } from "@pydantic/genai-prices";
+import type { TokenUsage } from "./types";
 
 /**
- * The cost of a request's input and output tokens under one genai-prices rule: the same
- * arithmetic as the dataset's calculator (`calcPrice`) for usage that has only those two
- * counts, without its per-call set-up (finding the provider and the rule, validating
- * every price). The meter prices every request on the service's thread, so that set-up
- * would be paid per request.
+ * The cost of a request's usage under one genai-prices rule: the same arithmetic as the
+ * dataset's calculator (`calcPrice`), without its per-call set-up (finding the provider
+ * and the rule, validating every price). The meter prices every request on the service's
+ * thread, so that set-up would be paid per request.
  *
  * - Dated prices: the last entry whose constraint holds at `at` (a start date, or a UTC
  *   time-of-day window that may wrap past midnight); the first entry when none does.
  * - Tiered prices (`{base, tiers: [{start, price}]}`): the price of the last tier whose
  *   start the request's input tokens exceed, for all tokens of that kind.
  * - `requests_kcount`: a fee per thousand requests.
- * Prices of other usage (audio, image, cached tokens) apply to counts that are zero here.
+ * - The parts of the input and output (cache reads, cache writes by TTL, audio) at their
+ *   own price, the rest at the plain one; a part without a price of its own falls back to
+ *   the more general one (a one-hour cache write to the cache-write price, that to the
+ *   input price), as the calculator's unit hierarchy does. Reasoning tokens are output.
  *
- * Returns undefined for a shape it does not know, so the caller can ask the calculator;
- * the catalog test compares the two for every listed model.
+ * Returns undefined for a shape it does not know (another price key that would apply to
+ * this usage), so the caller can ask the calculator; the catalog test compares the two.
  */
-export function ruleCost(rule: ModelInfo, inputTokens: number, outputTokens: number, at: Date): number | undefined {
+export function ruleCost(rule: ModelInfo, usage: TokenUsage, at: Date): number | undefined {
   const prices = activePrices(rule, at);
   if (!prices) return undefined;
-  const input = rate(prices.input_mtok, inputTokens);
-  const output = rate(prices.output_mtok, inputTokens);
+  const inputTokens = usage.inputTokens;
+  const n = leaves(usage);
+  const price = (key: string, fallback?: number): number | undefined => {
+    const v = prices[key];
+    return v === undefined ? fallback : rate(v, inputTokens);
+  };
+  const input = price("input_mtok", 0);
+  const output = price("output_mtok", 0);
+  const write = price("cache_write_mtok", input);
+  const rates = [
+    input,
+    price("cache_read_mtok", input),
+    price("cache_write_5m_mtok", write),
+    price("cache_write_1h_mtok", write),
+    price("input_audio_mtok", input),
+    output,
+    price("output_audio_mtok", output),
+  ];
   const fee = prices.requests_kcount;
-  if (input === undefined || output === undefined || (fee !== undefined && typeof fee !== "number")) return undefined;
-  return (inputTokens > 0 ? (input * inputTokens) / 1e6 : 0) + (outputTokens > 0 ? (output * outputTokens) / 1e6 : 0) + (fee ?? 0) / 1000;
+  if (rates.some((r) => r === undefined) || (fee !== undefined && typeof fee !== "number")) return undefined;
+  // With parts, a price key this does not know may split them further: the calculator decides.
+  if (hasParts(usage)) for (const key of Object.keys(prices)) if (!KNOWN_KEYS.has(key)) return undefined;
+  let total = (fee ?? 0) / 1000;
+  for (let i = 0; i < rates.length; i++) if (n[i] > 0) total += (rates[i]! * n[i]) / 1e6;
+  return total;
+}
+
+const KNOWN_KEYS = new Set(["input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_5m_mtok", "cache_write_1h_mtok", "input_audio_mtok", "output_audio_mtok", "requests_kcount"]);
+
+/**
+ * The usage split into the parts each priced once: [plain input, cache read, cache write
+ * 5m, cache write 1h, audio input, plain output, audio output]. Parts larger than what
+ * contains them are clipped (an upstream's inconsistent report must not make a cost negative).
+ */
+export function leaves(u: TokenUsage): number[] {
+  const nz = (v: number | undefined) => (typeof v === "number" && v > 0 ? v : 0);
+  const input = nz(u.inputTokens);
+  const output = nz(u.outputTokens);
+  const read = Math.min(nz(u.cachedTokens), input);
+  const write = Math.min(nz(u.cacheWriteTokens), input - read);
+  const write1h = Math.min(nz(u.cacheWrite1hTokens), write);
+  const audioIn = Math.min(nz(u.inputAudioTokens), input - read - write);
+  const audioOut = Math.min(nz(u.outputAudioTokens), output);
+  return [input - read - write - audioIn, read, write - write1h, write1h, audioIn, output - audioOut, audioOut];
+}
+
+/** The usage as the dataset's calculator takes it (totals and their parts). */
+export function calculatorUsage(u: TokenUsage): Record<string, number> {
+  const [plain, read, w5, w1, audioIn, text, audioOut] = leaves(u);
+  const out: Record<string, number> = { input_tokens: plain + read + w5 + w1 + audioIn, output_tokens: text + audioOut };
+  if (read) out.cache_read_tokens = read;
+  if (w5 + w1) out.cache_write_tokens = w5 + w1;
+  if (w1) out.cache_write_1h_tokens = w1;
+  if (audioIn) out.input_audio_tokens = audioIn;
+  if (audioOut) out.output_audio_tokens = audioOut;
+  return out;
+}
+
+/** Whether the usage has any part priced apart from plain input and output. */
+export function hasParts(u: TokenUsage): boolean {
+  return (u.cachedTokens ?? 0) > 0 || (u.cacheWriteTokens ?? 0) > 0 || (u.inputAudioTokens ?? 0) > 0 || (u.outputAudioTokens ?? 0) > 0;
 }
 
 type Prices = Record<string, unknown>;

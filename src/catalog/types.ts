@@ -8,7 +8,7 @@ export interface CatalogModel {
   contextWindow?: number;
   maxOutputTokens?: number;
   /** USD per million tokens. */
-  pricing?: { inputPerMTok?: number; outputPerMTok?: number };
+  pricing?: { inputPerMTok?: number; outputPerMTok?: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number };
   /** Unix seconds (release date where the dataset gives one). */
   created?: number;
 }
@@ -17,9 +17,19 @@ export type ModelKind = "chat" | "embedding" | "image" | "audio" | "video" | "ot
 
 export const MODEL_KINDS: readonly ModelKind[] = ["chat", "embedding", "image", "audio", "video", "other"];
 
+/**
+ * Tokens to price: `inputTokens` and `outputTokens` are totals; the optional counts are
+ * parts of them with prices of their own (see Usage in src/gateway/protocols/spec.ts).
+ */
 export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;
+  cachedTokens?: number;
+  cacheWriteTokens?: number;
+  cacheWrite1hTokens?: number;
+  reasoningTokens?: number;
+  inputAudioTokens?: number;
+  outputAudioTokens?: number;
 }
 
 export interface Catalog {

@@ -2,16 +2,19 @@ import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
 import { SSE_HEADERS } from "../http/sse";
+import type { BudgetHold } from "../budgets/hold";
 import type { UsageMeter } from "../metering";
 import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
 import type { UpstreamRequest } from "./provider";
+import { clearUsage } from "./protocols/spec";
 import type { Candidate, Router } from "./router";
 import { completeJsonArray, pipeJsonArray } from "./json-array-stream";
 import { completeSse, pipeSse } from "./stream";
 import { Timing } from "./timing";
 import { passedHeaders, retryAfterHeader, retryAfterMs, type UpstreamAnswer } from "./upstream-errors";
+import { estimateCut } from "./usage-estimate";
 
 /** One model request, as a surface hands it to the data path. */
 export interface Call {
@@ -42,6 +45,8 @@ export interface Call {
   onBody?(json: any, c: Candidate, res: Headers): boolean | void | Promise<boolean | void>;
   /** Sees the first bytes of a successful stream (all of it, as text, when it came complete). */
   onStreamStart?(first: Uint8Array | string, c: Candidate): void | Promise<void>;
+  /** What was held for this request at admission (src/gateway/admission.ts); released with its usage record. */
+  hold?: BudgetHold;
 }
 
 export interface Deps {
@@ -99,11 +104,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   let answer: string | undefined;
   const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
   if (access) noteModelAccess(call.request, access);
-  const record = (status: number) => {
-    if (call.unmetered) {
-      usage.inputTokens = usage.outputTokens = 0;
-      usage.cachedTokens = undefined;
-    }
+  const record = (status: number, events?: number) => {
+    if (call.unmetered) clearUsage(usage);
+    // Cut off (the client went away, the stream broke): what is known, completed by estimates.
+    else if (status === 499 || (call.stream && status === 502 && events !== undefined)) estimateCut(usage, sent, events ?? 0);
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
     if (access) {
       access.provider = used?.provider;
@@ -124,6 +128,13 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
       cachedTokens: usage.cachedTokens,
+      cacheWriteTokens: usage.cacheWriteTokens,
+      cacheWrite1hTokens: usage.cacheWrite1hTokens,
+      reasoningTokens: usage.reasoningTokens,
+      inputAudioTokens: usage.inputAudioTokens,
+      outputAudioTokens: usage.outputAudioTokens,
+      estimated: usage.estimated,
+      hold: call.hold,
       attempts,
       requestBody: sent,
       responseBody: answer,
@@ -235,7 +246,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         const json = parseJson(text);
         if (json) codec.usageFromBody(json, usage);
         const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
-        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) usage.inputTokens = usage.outputTokens = usage.cachedTokens = 0;
+        if (call.onBody && json && (await call.onBody(json, c, headers)) === false) clearUsage(usage);
         answer = text;
         record(res.status);
         return new Response(text, { status: res.status, headers: timed(markProvider(headers, c.provider, attempts)) });

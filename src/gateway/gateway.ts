@@ -4,6 +4,7 @@ import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
 import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
+import { admit, release } from "./admission";
 import { gatewayConfig } from "./config";
 import { type Call, type Deps, forward } from "./forward";
 import type { ModelProvider } from "./provider";
@@ -65,7 +66,7 @@ export class Gateway {
     // appended when the body lacks them (a long conversation is not serialised again for a
     // few bytes); undefined when only serialising will do.
     const sameModelText = raw === undefined ? undefined : patch ? appendFields(raw, body, patch) : raw;
-    return forward(this.deps, {
+    return this.run({
       protocol,
       publicModel: model,
       stream,
@@ -83,7 +84,23 @@ export class Gateway {
     const raw = rawBodies.get(inc.request) ?? JSON.stringify(body);
     // Without `alt=sse` the generative vendor streams one JSON array: passed through as asked.
     const streamFormat = stream && !/[?&]alt=sse(&|$)/.test(inc.request.url) ? ("json-array" as const) : undefined;
-    return forward(this.deps, { protocol, publicModel: model, stream, candidates, body: () => raw, streamFormat, ...inc });
+    return this.run({ protocol, publicModel: model, stream, candidates, body: () => raw, streamFormat, ...inc });
+  }
+
+  /**
+   * Admits the call against budgets and token windows (admission.ts), then forwards it.
+   * What it held is released with its usage record, or here when it failed unrecorded.
+   */
+  async run(call: Call): Promise<Response> {
+    const hold = await admit(this.s, call);
+    if (!hold) return forward(this.deps, call);
+    call.hold = hold;
+    try {
+      return await forward(this.deps, call);
+    } catch (err) {
+      release(this.s, call, hold);
+      throw err;
+    }
   }
 
   compat(protocol: Protocol, inc: Incoming, stream: boolean, json?: Record<string, unknown>) {

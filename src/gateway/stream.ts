@@ -16,8 +16,11 @@ export interface PipeOptions {
   /** The protocol's keep-alive event (see ProtocolSpec.ping). */
   ping?: Uint8Array;
   usage: Usage;
-  /** Called once when the stream ends, fails or the client goes away, with the final status. */
-  finish(status: number): void;
+  /**
+   * Called once when the stream ends, fails or the client goes away, with the final status
+   * and the data events seen (what an estimate of a cut-off stream's output starts from).
+   */
+  finish(status: number, events?: number): void;
   /** Aborts the upstream request. */
   abort(): void;
 }
@@ -65,7 +68,7 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
   const end = (status: number) => {
     if (done) return;
     done = true;
-    o.finish(status);
+    o.finish(status, tap.events);
   };
   const readOne = (): Promise<ReadMany> => reader.read().then((r) => ({ done: r.done, value: r.done ? [] : [r.value] }));
   const readMany = (): Promise<ReadMany> | ReadMany => (reader.readMany ? reader.readMany() : readOne());
@@ -165,7 +168,7 @@ export function completeSse(body: string, o: PipeOptions): string {
  */
 function wholeAnswer(tap: SseTap, out: string | undefined, o: PipeOptions): string {
   const last = tap.end();
-  o.finish(last.status);
+  o.finish(last.status, tap.events);
   return last.text === undefined ? (out ?? "") : (out ?? "") + last.text;
 }
 

@@ -99,8 +99,11 @@ export class Generation {
       const [key] =
         auth.key.spendingLimit === null
           ? []
-          : rowsOf<{ spending_limit: string | null; spend_period: string; spent: string; period_spent: string; period_start: string | Date | null }>(
-              await tx.execute(sql`select spending_limit, spend_period, spent, period_spent, period_start from api_keys where id = ${auth.key.id} for update`),
+          : rowsOf<{ spending_limit: string | null; spend_period: string; spent: string; period_spent: string; period_start: string | Date | null; held: string }>(
+              // `held`: what the key's model requests in flight hold (src/budgets/hold.ts).
+              await tx.execute(
+                sql`select spending_limit, spend_period, spent, period_spent, period_start, case when reserved_until > ${clockOf(this.s).now().toISOString()}::timestamptz then reserved else 0 end as held from api_keys where id = ${auth.key.id} for update`,
+              ),
             );
       if (key?.spending_limit !== null && key?.spending_limit !== undefined) {
         const [r] = rowsOf<{ reserved: string }>(
@@ -116,7 +119,7 @@ export class Generation {
           },
           clockOf(this.s).now(),
         );
-        if (spent + Number(r.reserved) + estimate > Number(key.spending_limit)) {
+        if (spent + Number(r.reserved) + Number(key.held) + estimate > Number(key.spending_limit)) {
           throw new ApiError(402, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
         }
       }

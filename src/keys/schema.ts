@@ -15,6 +15,13 @@ const budgetColumns = () => ({
   /** USD spent in the period that starts at `period_start`. */
   periodSpent: numeric("period_spent", { precision: 18, scale: 6, mode: "number" }).notNull().default(0),
   periodStart: timestamp("period_start", { withTimezone: true }),
+  /**
+   * USD held for requests in flight (their maximum cost, src/budgets/reserve.ts), released
+   * by the usage meter in the same statement that adds their real cost. Counts only until
+   * `reserved_until`: holds of a process that died are not kept for ever.
+   */
+  reserved: numeric("reserved", { precision: 18, scale: 9, mode: "number" }).notNull().default(0),
+  reservedUntil: timestamp("reserved_until", { withTimezone: true }),
 });
 
 export const organizations = pgTable("organizations", {

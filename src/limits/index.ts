@@ -10,8 +10,8 @@ import { type LimitVerdict, LocalRateLimiter, type RateLimiter } from "./window"
 
 export { LocalRateLimiter, type RateLimiter, type LimitVerdict, WINDOW_MS } from "./window";
 export { RedisRateLimiter, SLIDING_WINDOW_LUA } from "./redis";
-export { LocalTokenLimiter, secondsUntilUnder, type TokenLimiter } from "./tokens";
-export { ADD_TOKENS_LUA, CHECK_TOKENS_LUA, RedisTokenLimiter } from "./redis-tokens";
+export { LocalTokenLimiter, secondsUntilUnder, type TokenLimiter, type TokenReservation } from "./tokens";
+export { ADD_TOKENS_LUA, CHECK_TOKENS_LUA, RESERVE_TOKENS_LUA, RedisTokenLimiter, SETTLE_TOKENS_LUA } from "./redis-tokens";
 
 // The spec's messages, word for word. 429 bodies are flat on every surface, with no
 // Retry-After or X-RateLimit-* headers (spec: Errors, Limits); the token cap, which the
@@ -24,7 +24,7 @@ export const RATE_LIMIT_MESSAGES = {
 /** A key's tokens-per-minute cap reached: also flat, with `retry-after` (see README, Rate limits). */
 export const TOKEN_LIMIT_MESSAGE = "API key token rate limit exceeded";
 
-const tokensRefused = (seconds: number) =>
+export const tokensRefused = (seconds: number) =>
   new ApiError(429, TOKEN_LIMIT_MESSAGE, { flat: true, code: "rate_limit_exceeded", headers: { "retry-after": String(seconds) } });
 
 const refused = (verdict: Exclude<LimitVerdict, null>) => new ApiError(429, RATE_LIMIT_MESSAGES[verdict], { flat: true, code: "rate_limit_exceeded" });
@@ -41,6 +41,13 @@ export async function createRateLimiter(s: Services): Promise<RateLimiter> {
   });
   await limiter.start();
   return limiter;
+}
+
+const tokenLimiters = new WeakMap<Services, TokenLimiter>();
+
+/** The running service's token limiter (set by limitsModule at start; undefined before or without it). */
+export function tokenLimiterOf(s: Services): TokenLimiter | undefined {
+  return tokenLimiters.get(s);
 }
 
 /** The token limiter the configuration asks for: shared through Redis with REDIS_URL, in-process otherwise. */
@@ -64,11 +71,17 @@ export const limitsModule: RouteModule = {
   async start(s) {
     const limiter = await createRateLimiter(s);
     const tokens = await createTokenLimiter(s);
+    tokenLimiters.set(s, tokens);
     // Keys with a token cap, as their requests last showed them: only their tokens are
     // counted, so keys without one cost nothing here (bounded by the keys that have a cap).
     const capped = new Set<string>();
+    // A request admitted with a reservation (src/gateway/admission.ts) was counted then:
+    // its count is corrected to the real one.
     usageMeterFor(s).onRecord((u) => {
-      if (capped.has(u.keyId)) tokens.add(u.keyId, (u.inputTokens || 0) + (u.outputTokens || 0));
+      const used = (u.inputTokens || 0) + (u.outputTokens || 0);
+      const held = u.hold?.tokens;
+      if (held) tokens.settle(u.keyId, held.reservation, used - held.count);
+      else if (capped.has(u.keyId)) tokens.add(u.keyId, used);
     });
     // Tokens first: a request refused for its tokens takes no slot of the request window.
     s.afterAuth.push((auth, surface) => {
@@ -99,6 +112,7 @@ export const limitsModule: RouteModule = {
     return () => {
       limiter.close();
       tokens.close();
+      tokenLimiters.delete(s);
     };
   },
 };

@@ -1,6 +1,6 @@
 import type { Logger } from "../log";
 import { RedisScripts } from "./redis-scripts";
-import { LocalTokenLimiter, TOKEN_WINDOW_SECONDS, type TokenLimiter } from "./tokens";
+import { LocalTokenLimiter, TOKEN_WINDOW_SECONDS, type TokenLimiter, type TokenReservation } from "./tokens";
 
 /**
  * A key's window is a hash of second -> tokens, stamped with Redis's own clock (TIME), so
@@ -46,6 +46,54 @@ end
 return ${TOKEN_WINDOW_SECONDS}
 `;
 
+/**
+ * CHECK_TOKENS_LUA against `cap - tokens + 1` (at least 1), and when that admits, the
+ * tokens added to the current second, in one script: concurrent reservations of every
+ * process are serialised by Redis. Returns {wait, second}. KEYS: [1] the key's hash.
+ * ARGV: [1] cap, [2] tokens.
+ */
+export const RESERVE_TOKENS_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local sec = tonumber(t[1])
+local tokens = tonumber(ARGV[2])
+local need = math.max(1, tonumber(ARGV[1]) - tokens + 1)
+local h = redis.call('HGETALL', KEYS[1])
+local live = {}
+local total = 0
+for i = 1, #h, 2 do
+  local s = tonumber(h[i])
+  local v = tonumber(h[i + 1])
+  if s <= sec - ${TOKEN_WINDOW_SECONDS} then
+    redis.call('HDEL', KEYS[1], h[i])
+  else
+    total = total + v
+    live[#live + 1] = { s, v }
+  end
+end
+if total < need then
+  redis.call('HINCRBY', KEYS[1], t[1], tokens)
+  redis.call('EXPIRE', KEYS[1], ${TOKEN_WINDOW_SECONDS + 1})
+  return { 0, sec }
+end
+table.sort(live, function(a, b) return a[1] < b[1] end)
+for _, e in ipairs(live) do
+  total = total - e[2]
+  if total < need then return { math.max(1, math.ceil(e[1] + ${TOKEN_WINDOW_SECONDS} - now)), sec } end
+end
+return { ${TOKEN_WINDOW_SECONDS}, sec }
+`;
+
+/** Adds `delta` (may be negative) to second ARGV[1] while it is in the window. KEYS: [1] the key's hash. ARGV: [1] second, [2] delta. */
+export const SETTLE_TOKENS_LUA = `
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local n = tonumber(v) + tonumber(ARGV[2])
+if n < 0 then n = 0 end
+redis.call('HSET', KEYS[1], ARGV[1], n)
+return 0
+`;
+
 export interface RedisTokenLimiterOptions {
   url: string;
   prefix: string;
@@ -81,6 +129,32 @@ export class RedisTokenLimiter implements TokenLimiter {
     this.fallback.add(keyId, tokens);
     if (!this.scripts.ready()) return;
     this.scripts.run(ADD_TOKENS_LUA, [this.windowKey(keyId)], [String(Math.round(tokens))]).catch((err) => this.scripts.warn("Redis token count failed; counted in this process only", err));
+  }
+
+  reserve(keyId: string, cap: number, tokens: number): TokenReservation | Promise<TokenReservation> {
+    if (cap <= 0 || !this.scripts.ready()) return this.fallback.reserve(keyId, cap, tokens);
+    return this.scripts
+      .run(RESERVE_TOKENS_LUA, [this.windowKey(keyId)], [String(cap), String(Math.round(tokens))])
+      .then((raw): TokenReservation => {
+        const r = raw as unknown as unknown[];
+        const res = { wait: Number(r[0]) || 0, at: Number(r[1]) || 0 };
+        // Counted here too, so this process's window is warm if Redis goes away.
+        if (res.wait === 0) this.fallback.add(keyId, tokens);
+        return res;
+      })
+      .catch((err) => {
+        this.scripts.warn("Redis token reservation failed; using this process's window", err);
+        return this.fallback.reserve(keyId, cap, tokens);
+      });
+  }
+
+  settle(keyId: string, r: TokenReservation, delta: number): void {
+    if (!delta) return;
+    // This process's window counted the reservation too (the same second while the hosts' and
+    // Redis's clocks agree; otherwise that window is only a fallback and stays approximate).
+    this.fallback.settle(keyId, r, delta);
+    if (r.local || !this.scripts.ready()) return;
+    this.scripts.run(SETTLE_TOKENS_LUA, [this.windowKey(keyId)], [String(r.at), String(Math.round(delta))]).catch((err) => this.scripts.warn("Redis token settlement failed", err));
   }
 
   check(keyId: string, cap: number): number | Promise<number> {

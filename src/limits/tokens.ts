@@ -9,7 +9,23 @@ export interface TokenLimiter {
   check(keyId: string, cap: number): number | Promise<number>;
   /** Counts a finished request's tokens against its key. */
   add(keyId: string, tokens: number): void;
+  /**
+   * Admits a request of at most `tokens` tokens and counts them at once, or says how long
+   * to wait: atomic, so concurrent requests see each other's reservations. Admitted when
+   * the window plus these tokens fit under `cap`, or the window is empty (a request larger
+   * than the cap goes alone): the window never holds more than its cap plus one request.
+   */
+  reserve(keyId: string, cap: number, tokens: number): TokenReservation | Promise<TokenReservation>;
+  /** Corrects a reservation by `delta` tokens (the real count minus the reserved one), in the second it was counted in. */
+  settle(keyId: string, r: TokenReservation, delta: number): void;
   close(): void;
+}
+
+/** `wait` 0: admitted, and counted in second `at` (of the limiter's clock; `local`: in this process's window). */
+export interface TokenReservation {
+  wait: number;
+  at: number;
+  local?: boolean;
 }
 
 /** The window: one minute, in one-second buckets. */
@@ -49,6 +65,21 @@ export class LocalTokenLimiter implements TokenLimiter {
     }
     log.tokens[i] += tokens;
     log.last = sec;
+  }
+
+  reserve(keyId: string, cap: number, tokens: number): TokenReservation {
+    const sec = Math.floor(this.clock() / 1000);
+    if (cap <= 0) return { wait: 0, at: sec, local: true };
+    const wait = this.check(keyId, Math.max(1, cap - tokens + 1));
+    if (wait === 0) this.add(keyId, tokens);
+    return { wait, at: sec, local: true };
+  }
+
+  settle(keyId: string, r: TokenReservation, delta: number): void {
+    const log = this.keys.get(keyId);
+    const i = r.at % TOKEN_WINDOW_SECONDS;
+    if (!delta || !log || log.seconds[i] !== r.at) return; // that second has left the window
+    log.tokens[i] = Math.max(0, log.tokens[i] + delta);
   }
 
   check(keyId: string, cap: number): number {

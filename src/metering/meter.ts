@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
-import { periodStartSql } from "../budgets/period";
+import type { BudgetHold } from "../budgets/hold";
 import type { Catalog } from "../catalog";
 import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
 import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
 import { ADD_HOURLY, hourlySums } from "./hourly";
+import { KEY_SPEND, ORG_SPEND, SpendByDay, spendUpdate } from "./spend";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
@@ -21,6 +22,19 @@ export interface UsageRecord {
   outputTokens: number;
   /** Input tokens read from the provider's prompt cache, as the provider reports them. */
   cachedTokens?: number;
+  /** Parts of the input and output priced apart (see Usage in src/gateway/protocols/spec.ts). */
+  cacheWriteTokens?: number;
+  cacheWrite1hTokens?: number;
+  reasoningTokens?: number;
+  inputAudioTokens?: number;
+  outputAudioTokens?: number;
+  /** The counts are the gateway's estimate, not the vendor's report. */
+  estimated?: boolean;
+  /**
+   * What was held for this request before it was forwarded (src/budgets/reserve.ts): the
+   * batch that adds its cost releases the hold in the same statement.
+   */
+  hold?: BudgetHold;
   /** Upstream tries (fallbacks and resends included); 1 when absent. */
   attempts?: number;
   /** The JSON sent upstream and the non-streamed answer: stored only when the meter keeps bodies. */
@@ -118,6 +132,7 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 
   record(u: UsageRecord): void {
+    if (u?.hold) u.hold.recorded = true;
     try {
       const at = this.now();
       const cost = this.priced(u, at);
@@ -153,7 +168,15 @@ export class BatchingUsageMeter implements UsageMeter {
    */
   private priced(u: UsageRecord, at: number): number | undefined {
     if (typeof u.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0) return u.cost;
-    const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
+    const usage = {
+      inputTokens: int(u.inputTokens),
+      outputTokens: int(u.outputTokens),
+      cachedTokens: int(u.cachedTokens),
+      cacheWriteTokens: int(u.cacheWriteTokens),
+      cacheWrite1hTokens: int(u.cacheWrite1hTokens),
+      inputAudioTokens: int(u.inputAudioTokens),
+      outputAudioTokens: int(u.outputAudioTokens),
+    };
     return (u.upstreamModel ? this.catalog.cost(u.upstreamModel, usage, at) : undefined) ?? this.catalog.cost(u.publicModel, usage, at);
   }
 
@@ -216,9 +239,10 @@ export class BatchingUsageMeter implements UsageMeter {
       const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
       // Priced when queued (see priced).
       const cost = u.cost;
-      if (cost && cost > 0) {
-        keySpend.add(u.keyId, u.at, cost);
-        orgSpend.add(u.organizationId, u.at, cost);
+      if ((cost && cost > 0) || u.hold) {
+        const c = cost && cost > 0 ? cost : 0;
+        keySpend.add(u.keyId, u.at, c, u.hold?.key ? u.hold.amount : 0);
+        orgSpend.add(u.organizationId, u.at, c, u.hold?.org ? u.hold.amount : 0);
       }
       return {
         series: {
@@ -239,6 +263,12 @@ export class BatchingUsageMeter implements UsageMeter {
         streamed: !!u.streamed,
         attempts: Math.max(1, int(u.attempts ?? 1)),
         cached_tokens: int(u.cachedTokens),
+        cache_write_tokens: int(u.cacheWriteTokens),
+        cache_write_1h_tokens: int(u.cacheWrite1hTokens),
+        reasoning_tokens: int(u.reasoningTokens),
+        input_audio_tokens: int(u.inputAudioTokens),
+        output_audio_tokens: int(u.outputAudioTokens),
+        estimated: !!u.estimated,
         request_body: u.requestBody ?? null,
         response_body: u.responseBody ?? null,
         created_at: u.at,
@@ -342,68 +372,16 @@ interface UsageRow {
   streamed: boolean;
   attempts: number;
   cached_tokens: number;
+  cache_write_tokens: number;
+  cache_write_1h_tokens: number;
+  reasoning_tokens: number;
+  input_audio_tokens: number;
+  output_audio_tokens: number;
+  estimated: boolean;
   request_body: string | null;
   response_body: string | null;
   /** Epoch milliseconds. */
   created_at: number;
-}
-
-/**
- * A batch's cost per owner (key or organization) and UTC day: every period boundary is a
- * UTC midnight, so the SQL below can tell which period each part belongs to, whatever the
- * owner's period is.
- */
-class SpendByDay {
-  private readonly costs = new Map<string, { id: string; day: number; cost: number }>();
-
-  add(id: string, at: number, cost: number): void {
-    const day = Math.floor(at / DAY_MS) * DAY_MS;
-    const k = `${id}\0${day}`;
-    const e = this.costs.get(k);
-    if (e) e.cost += cost;
-    else this.costs.set(k, { id, day, cost });
-  }
-
-  /** The JSON parameter of spendCtes; owners in a fixed order, so two processes updating the same rows lock them alike. */
-  json(): string {
-    const list = [...this.costs.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.day - b.day));
-    return JSON.stringify(list.map((e) => ({ id: e.id, day: new Date(e.day).toISOString(), cost: e.cost.toFixed(COST_SCALE) })));
-  }
-}
-
-const DAY_MS = 86_400_000;
-
-/**
- * CTEs around the JSON parameter of SpendByDay (text before it, text after it), prefixed
- * `p`: each part's period start under the owner's period (`ps`), and per owner the total
- * (`total`), the latest period in the batch (`latest`) and what belongs to it (`latest_cost`).
- */
-function spendCtes(p: string, table: string): [string, string] {
-  return [
-    `${p}_v as (select * from json_to_recordset(`,
-    `::json) as v(id text, day timestamptz, cost numeric)),
-    ${p}_p as (select v.id, v.cost, ${periodStartSql("t.spend_period", "v.day")} as ps from ${p}_v v join ${table} t on t.id = v.id),
-    ${p}_w as (select id, cost, ps, max(ps) over (partition by id) as latest from ${p}_p),
-    ${p}_agg as (select id, sum(cost) as total, max(latest) as latest, coalesce(sum(cost) filter (where ps is not distinct from latest), 0) as latest_cost from ${p}_w group by id)`,
-  ];
-}
-const KEY_SPEND = spendCtes("k", "api_keys");
-const ORG_SPEND = spendCtes("o", "organizations");
-
-/**
- * Adds the batch's cost to each owner's `spent` and to its period counter: the counter
- * carries on in the same period, starts over in a later one, and ignores parts of an
- * earlier period than the one it holds (a late batch of another process: that period is
- * over). Bumps `updated_at`, so the change reaches every process's caches.
- */
-function spendUpdate(p: string, table: string): string {
-  return `update ${table} as t set spent = t.spent + a.total,
-    period_spent = case when t.period_start is not distinct from a.latest then t.period_spent + a.latest_cost
-                        when t.period_start is null or t.period_start < a.latest then a.latest_cost
-                        else t.period_spent end,
-    period_start = case when t.period_start is null or t.period_start < a.latest then a.latest else t.period_start end,
-    updated_at = now()
-    from ${p}_agg a where t.id = a.id`;
 }
 
 const COLUMNS = [
@@ -417,12 +395,18 @@ const COLUMNS = [
   "streamed",
   "attempts",
   "cached_tokens",
+  "cache_write_tokens",
+  "cache_write_1h_tokens",
+  "reasoning_tokens",
+  "input_audio_tokens",
+  "output_audio_tokens",
+  "estimated",
   "request_body",
   "response_body",
   "created_at",
 ] as const;
 const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, cached_tokens integer, request_body text, response_body text, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, cached_tokens integer, cache_write_tokens integer, cache_write_1h_tokens integer, reasoning_tokens integer, input_audio_tokens integer, output_audio_tokens integer, estimated boolean, request_body text, response_body text, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
@@ -447,6 +431,12 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .bool(r.streamed)
       .int4(r.attempts)
       .int4(r.cached_tokens)
+      .int4(r.cache_write_tokens)
+      .int4(r.cache_write_1h_tokens)
+      .int4(r.reasoning_tokens)
+      .int4(r.input_audio_tokens)
+      .int4(r.output_audio_tokens)
+      .bool(r.estimated)
       .text(r.request_body)
       .text(r.response_body)
       .timestamptz(r.created_at);

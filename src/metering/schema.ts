@@ -55,6 +55,16 @@ export const usageRequests = pgTable(
     attempts: integer("attempts").notNull().default(1),
     /** Input tokens read from the provider's prompt cache, as the provider reports them. */
     cachedTokens: integer("cached_tokens").notNull().default(0),
+    /** Input tokens written to the prompt cache (every TTL), and of those with the one-hour TTL. */
+    cacheWriteTokens: integer("cache_write_tokens").notNull().default(0),
+    cacheWrite1hTokens: integer("cache_write_1h_tokens").notNull().default(0),
+    /** Output tokens spent on reasoning (part of output_tokens). */
+    reasoningTokens: integer("reasoning_tokens").notNull().default(0),
+    /** Audio tokens (parts of input_tokens and output_tokens). */
+    inputAudioTokens: integer("input_audio_tokens").notNull().default(0),
+    outputAudioTokens: integer("output_audio_tokens").notNull().default(0),
+    /** The counts are the gateway's estimate (a stream that ended before the vendor reported usage). */
+    estimated: boolean("estimated").notNull().default(false),
     /** Only with REQUEST_LOG_BODIES=true, clipped (see src/usage/settings.ts); null otherwise. */
     requestBody: text("request_body"),
     responseBody: text("response_body"),
@@ -82,6 +92,8 @@ export const usageHourly = pgTable(
     inputTokens: bigint("input_tokens", { mode: "number" }).notNull(),
     outputTokens: bigint("output_tokens", { mode: "number" }).notNull(),
     cachedTokens: bigint("cached_tokens", { mode: "number" }).notNull(),
+    cacheWriteTokens: bigint("cache_write_tokens", { mode: "number" }).notNull().default(0),
+    reasoningTokens: bigint("reasoning_tokens", { mode: "number" }).notNull().default(0),
     cost: numeric("cost", { precision: 24, scale: 9, mode: "number" }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.seriesId, t.hour] }), index("usage_hourly_hour_idx").on(t.hour)],
@@ -104,7 +116,13 @@ export const usageRecords = pgView("usage_records", {
   streamed: boolean("streamed").notNull(),
   attempts: integer("attempts").notNull(),
   cachedTokens: integer("cached_tokens").notNull(),
+  cacheWriteTokens: integer("cache_write_tokens").notNull(),
+  cacheWrite1hTokens: integer("cache_write_1h_tokens").notNull(),
+  reasoningTokens: integer("reasoning_tokens").notNull(),
+  inputAudioTokens: integer("input_audio_tokens").notNull(),
+  outputAudioTokens: integer("output_audio_tokens").notNull(),
+  estimated: boolean("estimated").notNull(),
   createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull(),
 }).as(
-  sql`select s.organization_id, s.key_id, r.request_id, s.surface, s.public_model, s.upstream_model, s.provider, r.input_tokens, r.output_tokens, r.cost, r.latency_ms, r.status, r.streamed, r.attempts, r.cached_tokens, r.created_at from ${usageRequests} r join ${usageSeries} s on s.id = r.series_id`,
+  sql`select s.organization_id, s.key_id, r.request_id, s.surface, s.public_model, s.upstream_model, s.provider, r.input_tokens, r.output_tokens, r.cost, r.latency_ms, r.status, r.streamed, r.attempts, r.cached_tokens, r.cache_write_tokens, r.cache_write_1h_tokens, r.reasoning_tokens, r.input_audio_tokens, r.output_audio_tokens, r.estimated, r.created_at from ${usageRequests} r join ${usageSeries} s on s.id = r.series_id`,
 );

@@ -18,6 +18,9 @@ export interface ModelRequestSample {
   inputTokens: number;
   outputTokens: number;
   cachedInputTokens?: number;
+  /** Parts of the input and output with prices of their own. */
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
   latencyMs: number;
   cost?: number;
 }
@@ -59,7 +62,7 @@ export class Metrics {
   private readonly attempts = this.series.counter("gateway_upstream_attempts_total", "Requests sent to an upstream provider, by outcome", ["provider", "model", "protocol", "outcome"]);
   private readonly fallbacks = this.series.counter("gateway_fallbacks_total", "Times a model request moved on to its next candidate, by the candidate that failed", ["provider", "model", "protocol"]);
   private readonly cooldowns = this.series.counter("gateway_cooldowns_total", "Times a provider/model candidate entered cool-down after consecutive failures", ["provider", "model"]);
-  private readonly tokens = this.series.counter("gateway_tokens_total", "Tokens metered, by provider, upstream model and type (input, output, cached: the part of input served from the provider's cache)", ["provider", "model", "type"]);
+  private readonly tokens = this.series.counter("gateway_tokens_total", "Tokens metered, by provider, upstream model and type (input, output; cached, cache_write: the parts of input read from and written to the provider's cache; reasoning: the part of output)", ["provider", "model", "type"]);
   private readonly cost = this.series.counter("gateway_cost_usd_total", "Cost metered in USD (catalog prices, or the task's own price), by provider and upstream model", ["provider", "model"]);
   private readonly sandboxCreate = this.series.histogram(
     "gateway_sandbox_create_duration_seconds",
@@ -126,6 +129,8 @@ export class Metrics {
     if (s.inputTokens > 0) this.tokens.inc([provider, model, "input"], s.inputTokens);
     if (s.outputTokens > 0) this.tokens.inc([provider, model, "output"], s.outputTokens);
     if (s.cachedInputTokens && s.cachedInputTokens > 0) this.tokens.inc([provider, model, "cached"], s.cachedInputTokens);
+    if (s.cacheWriteTokens && s.cacheWriteTokens > 0) this.tokens.inc([provider, model, "cache_write"], s.cacheWriteTokens);
+    if (s.reasoningTokens && s.reasoningTokens > 0) this.tokens.inc([provider, model, "reasoning"], s.reasoningTokens);
     if (s.cost && s.cost > 0) this.cost.inc([provider, model], s.cost);
   }
 

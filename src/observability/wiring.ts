@@ -59,6 +59,9 @@ export function observabilityFor(s: Services): Observability | undefined {
           publicModel: u.publicModel,
           inputTokens: u.inputTokens,
           outputTokens: u.outputTokens,
+          cachedInputTokens: u.cachedTokens,
+          cacheWriteTokens: u.cacheWriteTokens,
+          reasoningTokens: u.reasoningTokens,
           latencyMs: u.latencyMs,
           cost,
         });

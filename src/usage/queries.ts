@@ -41,6 +41,8 @@ export interface Bucket {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
   cost: number;
 }
 
@@ -98,7 +100,7 @@ export async function usageBuckets(db: Db, f: UsageFilter, interval: Interval, b
       select to_char(date_trunc(${unit}, h.hour, 'UTC') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as start,
         ${group} as grp,
         sum(h.requests)::text as requests, sum(h.input_tokens)::text as input, sum(h.output_tokens)::text as output,
-        sum(h.cached_tokens)::text as cached, sum(h.cost)::text as cost
+        sum(h.cached_tokens)::text as cached, sum(h.cache_write_tokens)::text as cache_write, sum(h.reasoning_tokens)::text as reasoning, sum(h.cost)::text as cost
       from usage_hourly h join usage_series s on s.id = h.series_id
       where ${hasSeriesFilter(f) ? sql`h.series_id = any(array(select id from usage_series s where ${seriesWhere(f)}))` : sql`true`}
         and h.hour >= date_trunc('hour', ${f.from.toISOString()}::timestamptz, 'UTC') and h.hour < ${f.to.toISOString()}::timestamptz
@@ -111,6 +113,8 @@ export async function usageBuckets(db: Db, f: UsageFilter, interval: Interval, b
     inputTokens: Number(r.input),
     outputTokens: Number(r.output),
     cachedTokens: Number(r.cached),
+    cacheWriteTokens: Number(r.cache_write),
+    reasoningTokens: Number(r.reasoning),
     cost: Number(r.cost),
   }));
 }
@@ -138,6 +142,12 @@ export interface LogEntry {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  reasoningTokens: number;
+  inputAudioTokens: number;
+  outputAudioTokens: number;
+  estimated: boolean;
   cost: number | null;
   latencyMs: number;
   requestBody: string | null;
@@ -177,6 +187,7 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
       select r.id::text as id, (extract(epoch from r.created_at) * 1000)::bigint::text as ms,
         s.organization_id, s.key_id, r.request_id, s.surface, s.public_model, s.upstream_model, s.provider,
         r.attempts, r.status, r.streamed, r.input_tokens, r.output_tokens, r.cached_tokens, r.cost::text as cost, r.latency_ms,
+        r.cache_write_tokens, r.cache_write_1h_tokens, r.reasoning_tokens, r.input_audio_tokens, r.output_audio_tokens, r.estimated,
         r.request_body, r.response_body
       from usage_requests r join usage_series s on s.id = r.series_id
       where ${seriesWhere(f)} and ${statusWhere(f.status)}
@@ -203,6 +214,12 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
       inputTokens: Number(r.input_tokens),
       outputTokens: Number(r.output_tokens),
       cachedTokens: Number(r.cached_tokens),
+      cacheWriteTokens: Number(r.cache_write_tokens),
+      cacheWrite1hTokens: Number(r.cache_write_1h_tokens),
+      reasoningTokens: Number(r.reasoning_tokens),
+      inputAudioTokens: Number(r.input_audio_tokens),
+      outputAudioTokens: Number(r.output_audio_tokens),
+      estimated: r.estimated === true || r.estimated === "t",
       cost: r.cost === null || r.cost === undefined ? null : Number(r.cost),
       latencyMs: Number(r.latency_ms),
       requestBody: (r.request_body as string | null) ?? null,

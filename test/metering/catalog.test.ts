@@ -103,6 +103,41 @@ describe("catalog seeded from the public datasets", () => {
     expect(checked).toBeGreaterThan(300);
   });
 
+  test("cache reads, cache writes by TTL and audio parts cost what the calculator says, for every listed model", () => {
+    const providerOf: Record<string, string> = Object.fromEntries(VENDOR_SOURCES.map((v) => [v.vendor, v.prices]));
+    const parts = [
+      { inputTokens: 30_000, outputTokens: 500, cachedTokens: 10_000, cacheWriteTokens: 15_000, cacheWrite1hTokens: 5_000 },
+      { inputTokens: 10_000, outputTokens: 500, cachedTokens: 8_000, reasoningTokens: 200 },
+      { inputTokens: 250_000, outputTokens: 10, cachedTokens: 100_000 },
+      { inputTokens: 5_000, outputTokens: 300, inputAudioTokens: 2_000, outputAudioTokens: 100 },
+    ];
+    let checked = 0;
+    let withCachePrice = 0;
+    for (const m of catalog.list()) {
+      for (const u of parts) {
+        const calc: Record<string, number> = { input_tokens: u.inputTokens, output_tokens: u.outputTokens };
+        if (u.cachedTokens) calc.cache_read_tokens = u.cachedTokens;
+        if (u.cacheWriteTokens) calc.cache_write_tokens = u.cacheWriteTokens;
+        if (u.cacheWrite1hTokens) calc.cache_write_1h_tokens = u.cacheWrite1hTokens;
+        if (u.inputAudioTokens) calc.input_audio_tokens = u.inputAudioTokens;
+        if (u.outputAudioTokens) calc.output_audio_tokens = u.outputAudioTokens;
+        let r: ReturnType<typeof calcPrice>;
+        try {
+          r = calcPrice(calc as never, m.id, { providerId: providerOf[m.vendor] });
+        } catch {
+          continue;
+        }
+        if (!r) continue;
+        checked++;
+        const plain = calcPrice({ input_tokens: u.inputTokens, output_tokens: u.outputTokens }, m.id, { providerId: providerOf[m.vendor] })!.total_price;
+        if (r.total_price !== plain) withCachePrice++;
+        expect(`${m.id}: ${catalog.cost(m.id, u)?.toFixed(12)}`).toBe(`${m.id}: ${r.total_price.toFixed(12)}`);
+      }
+    }
+    expect(checked).toBeGreaterThan(300);
+    expect(withCachePrice).toBeGreaterThan(100);
+  });
+
   test("tiered and dated prices cost what the calculator says at any time of day and date, on both sides of every tier", () => {
     const providerOf: Record<string, string> = Object.fromEntries(VENDOR_SOURCES.map((v) => [v.vendor, v.prices]));
     const usages = [

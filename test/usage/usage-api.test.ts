@@ -257,7 +257,7 @@ describe("retention", () => {
     const range = `from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z`;
     expect((await get(`/v1/usage/requests?${range}`, bearer(k.key))).body.data.map((r: any) => r.requestId)).toEqual(["old-2", "old-1"]);
     const before = (await get(`/v1/usage?${range}&interval=hour`, bearer(k.key))).body.buckets;
-    expect(before).toEqual([{ start: "2026-03-10T10:00:00Z", group: null, requests: 2, inputTokens: 200, outputTokens: 20, cachedTokens: 6, cost: 1 }]);
+    expect(before).toEqual([{ start: "2026-03-10T10:00:00Z", group: null, requests: 2, inputTokens: 200, outputTokens: 20, cachedTokens: 6, cacheWriteTokens: 0, reasoningTokens: 0, cost: 1 }]);
     // "Now" is 2026-04-20: 30 days back is 2026-03-21, so March 10 is past the retention.
     const pruned = await pruneRequestLog(db, 30, new Date("2026-04-20T00:00:00Z"));
     expect(pruned).toBeGreaterThanOrEqual(2);

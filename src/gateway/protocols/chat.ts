@@ -3,7 +3,7 @@ import { CHAT_EVENTS, ChatCompletion } from "../response-schemas";
 import { named, sse } from "../../openapi/declare";
 import { ApiError } from "../../http/errors";
 import { integer, MAX_MESSAGES, MAX_SYSTEM_CHARS, modelField, nullable, open, textOf } from "../schemas";
-import { cached, count, defineProtocol, parseJson } from "./spec";
+import { count, defineProtocol, openaiDetails, parseJson } from "./spec";
 
 /** Chat completions (OpenAI style): `POST /v1/chat/completions`, streams end with `data: [DONE]`. */
 const ChatMessage = t.Object(
@@ -83,7 +83,7 @@ export const chat = defineProtocol({
     usageFromBody(json, u) {
       u.inputTokens = count(json?.usage?.prompt_tokens);
       u.outputTokens = count(json?.usage?.completion_tokens);
-      cached(u, json?.usage?.prompt_tokens_details?.cached_tokens);
+      openaiDetails(u, json?.usage?.prompt_tokens_details, json?.usage?.completion_tokens_details);
     },
     onEvent(ev, u, strip) {
       if (ev.data === "[DONE]") return { terminal: true };
@@ -94,7 +94,7 @@ export const chat = defineProtocol({
       if (!json?.usage) return undefined;
       u.inputTokens = count(json.usage.prompt_tokens);
       u.outputTokens = count(json.usage.completion_tokens);
-      cached(u, json.usage.prompt_tokens_details?.cached_tokens);
+      openaiDetails(u, json.usage.prompt_tokens_details, json.usage.completion_tokens_details);
       // The final usage chunk has no choices; drop it only when we asked for it ourselves.
       return { drop: strip && Array.isArray(json.choices) && json.choices.length === 0 };
     },

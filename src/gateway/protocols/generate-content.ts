@@ -3,7 +3,7 @@ import { GENERATE_CONTENT_EVENTS, GenerateContentResponse } from "../response-sc
 import { named, sse } from "../../openapi/declare";
 import { checkSystemLength, MAX_MESSAGES, nullable, open, textOf } from "../schemas";
 import { GENVENDOR_STREAM_STATUS } from "./genvendor";
-import { cached, count, defineProtocol, parseJson, type Usage } from "./spec";
+import { cached, count, defineProtocol, parseJson, part, type Usage } from "./spec";
 
 /**
  * generateContent (Gemini style): `POST {version}/models/{model}:generateContent`, or
@@ -32,11 +32,25 @@ const GenerateContentBody = named(
   ),
 );
 
+/**
+ * `usageMetadata`: the prompt count includes cached content (`cachedContentTokenCount`),
+ * thoughts are billed as output beside the candidates; audio by modality details.
+ */
 function usageOf(json: any, u: Usage): void {
   const m = json?.usageMetadata;
   u.inputTokens = count(m?.promptTokenCount);
   u.outputTokens = count(m?.candidatesTokenCount) + count(m?.thoughtsTokenCount);
   cached(u, m?.cachedContentTokenCount);
+  part(u, "reasoningTokens", m?.thoughtsTokenCount);
+  part(u, "inputAudioTokens", audioOf(m?.promptTokensDetails));
+  part(u, "outputAudioTokens", audioOf(m?.candidatesTokensDetails));
+}
+
+/** The AUDIO entry of a `[{modality, tokenCount}]` list (undefined when none). */
+function audioOf(details: unknown): number | undefined {
+  if (!Array.isArray(details)) return undefined;
+  for (const d of details) if (d?.modality === "AUDIO") return count(d.tokenCount);
+  return undefined;
 }
 
 export const generateContent = defineProtocol({

@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { named } from "../../openapi/declare";
 import { MAX_SYSTEM_CHARS, modelField, open } from "../schemas";
 import { GENVENDOR_STREAM_STATUS } from "./genvendor";
-import { count, defineProtocol, parseJson } from "./spec";
+import { cached, count, defineProtocol, parseJson } from "./spec";
 
 /**
  * Interactions (generative vendor): a resource created with `POST {version}/interactions`
@@ -46,6 +46,7 @@ export const interactions = defineProtocol({
     usageFromBody(json, u) {
       u.inputTokens = count(json?.usage?.total_input_tokens);
       u.outputTokens = count(json?.usage?.total_output_tokens);
+      cached(u, json?.usage?.total_cached_tokens);
     },
     onEvent(ev, u) {
       if (!ev.data.includes('"total_input_tokens"') && !ev.data.includes('"total_output_tokens"')) return undefined;
@@ -54,6 +55,7 @@ export const interactions = defineProtocol({
       if (usage) {
         u.inputTokens = count(usage.total_input_tokens);
         u.outputTokens = count(usage.total_output_tokens);
+        cached(u, usage.total_cached_tokens);
       }
       return undefined;
     },

@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { Message, MESSAGES_EVENTS } from "../response-schemas";
 import { named, sse } from "../../openapi/declare";
 import { checkSystemLength, integer, MAX_MESSAGES, MAX_SYSTEM_CHARS, modelField, open, textOf } from "../schemas";
-import { cached, count, defineProtocol, parseJson } from "./spec";
+import { count, defineProtocol, parseJson, part, type Usage } from "./spec";
 
 /** Messages (Anthropic style): `POST /v1/messages`, strict event order, `ping` events while idle. */
 const MessagesMessage = t.Object(
@@ -35,6 +35,22 @@ const MessagesBody = named(
   ),
 );
 
+/**
+ * The Messages usage object: `input_tokens` counts only the uncached prompt, so the cache
+ * writes and reads are added to make `inputTokens` every prompt token (as the vendor bills
+ * them, each part at its own price).
+ */
+function readUsage(usage: any, u: Usage): void {
+  const write = count(usage.cache_creation_input_tokens);
+  const read = count(usage.cache_read_input_tokens);
+  u.inputTokens = count(usage.input_tokens) + write + read;
+  u.outputTokens = count(usage.output_tokens);
+  if (usage.cache_read_input_tokens !== undefined) u.cachedTokens = read;
+  if (usage.cache_creation_input_tokens !== undefined) u.cacheWriteTokens = write;
+  part(u, "cacheWrite1hTokens", usage.cache_creation?.ephemeral_1h_input_tokens);
+  part(u, "reasoningTokens", usage.output_tokens_details?.thinking_tokens);
+}
+
 export const messages = defineProtocol({
   name: "messages",
   label: "messages",
@@ -62,25 +78,20 @@ export const messages = defineProtocol({
     lastEventIsTerminal: true, // message_stop
     markers: ["message_start", "message_delta", "message_stop"],
     usageFromBody(json, u) {
-      u.inputTokens = count(json?.usage?.input_tokens);
-      u.outputTokens = count(json?.usage?.output_tokens);
-      cached(u, json?.usage?.cache_read_input_tokens);
+      if (json?.usage) readUsage(json.usage, u);
     },
     onEvent(ev, u) {
       const name = ev.name || "";
       if (name === "message_stop") return { terminal: true };
       if (name === "message_start") {
         const usage = parseJson(ev.data)?.message?.usage;
-        if (usage) {
-          u.inputTokens = count(usage.input_tokens);
-          u.outputTokens = count(usage.output_tokens);
-          cached(u, usage.cache_read_input_tokens);
-        }
+        if (usage) readUsage(usage, u);
       } else if (name === "message_delta") {
+        // Cumulative counts; the input side only where this event repeats it.
         const usage = parseJson(ev.data)?.usage;
         if (usage) {
-          if (usage.input_tokens !== undefined) u.inputTokens = count(usage.input_tokens);
-          u.outputTokens = count(usage.output_tokens);
+          if (usage.input_tokens !== undefined) readUsage(usage, u);
+          else u.outputTokens = count(usage.output_tokens);
         }
       }
       return undefined;

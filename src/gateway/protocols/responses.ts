@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { ResponseObject, RESPONSES_EVENTS } from "../response-schemas";
 import { named, sse } from "../../openapi/declare";
 import { checkSystemLength, integer, MAX_MESSAGES, MAX_SYSTEM_CHARS, modelField, open } from "../schemas";
-import { cached, count, defineProtocol, parseJson } from "./spec";
+import { count, defineProtocol, openaiDetails, parseJson } from "./spec";
 
 /** Responses (OpenAI style): `POST /v1/responses`, streams end with response.completed / incomplete / failed. */
 const ResponsesBody = named(
@@ -47,7 +47,7 @@ export const responses = defineProtocol({
     usageFromBody(json, u) {
       u.inputTokens = count(json?.usage?.input_tokens);
       u.outputTokens = count(json?.usage?.output_tokens);
-      cached(u, json?.usage?.input_tokens_details?.cached_tokens);
+      openaiDetails(u, json?.usage?.input_tokens_details, json?.usage?.output_tokens_details);
     },
     onEvent(ev, u) {
       const name = ev.name;
@@ -56,7 +56,7 @@ export const responses = defineProtocol({
         if (usage) {
           u.inputTokens = count(usage.input_tokens);
           u.outputTokens = count(usage.output_tokens);
-          cached(u, usage.input_tokens_details?.cached_tokens);
+          openaiDetails(u, usage.input_tokens_details, usage.output_tokens_details);
         }
         return { terminal: true };
       }

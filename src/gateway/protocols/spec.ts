@@ -92,11 +92,32 @@ export interface ResourceRoute {
   body: TSchema;
 }
 
+/**
+ * One request's usage as the vendor bills it, whatever the protocol. `inputTokens` is
+ * every prompt token (cache reads and cache writes included: Anthropic reports those
+ * apart from `input_tokens`, and its reader adds them), `outputTokens` every generated
+ * token (reasoning included); the other counts are parts of those two, priced at their
+ * own rates (src/catalog/pricing.ts). A part the vendor did not report is left unset.
+ */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
-  /** Input tokens read from the provider's prompt cache, as the protocol reports them (unset when it does not). */
+  /** Input tokens read from the provider's prompt cache. */
   cachedTokens?: number;
+  /** Input tokens written to the provider's prompt cache (every TTL). */
+  cacheWriteTokens?: number;
+  /** Of `cacheWriteTokens`, those written with the one-hour TTL (Anthropic `ephemeral_1h`). */
+  cacheWrite1hTokens?: number;
+  /** Of `outputTokens`, reasoning (thinking) tokens. */
+  reasoningTokens?: number;
+  /** Of `inputTokens` / `outputTokens`, audio tokens. */
+  inputAudioTokens?: number;
+  outputAudioTokens?: number;
+  /**
+   * The counts are the gateway's estimate, not the vendor's report: a stream that ended
+   * before its usage arrived (the client went away, the upstream failed).
+   */
+  estimated?: boolean;
 }
 
 export interface StreamEvent {
@@ -138,6 +159,28 @@ export const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v
 export const cached = (u: Usage, v: unknown) => {
   if (typeof v === "number" && Number.isFinite(v)) u.cachedTokens = v;
 };
+
+/** Sets one part of the usage, only where the upstream reported it (left unset otherwise). */
+export function part(u: Usage, field: "cacheWriteTokens" | "cacheWrite1hTokens" | "reasoningTokens" | "inputAudioTokens" | "outputAudioTokens", v: unknown): void {
+  if (typeof v === "number" && Number.isFinite(v) && v >= 0) u[field] = v;
+}
+
+/**
+ * OpenAI-style usage details (chat `prompt_tokens_details` / `completion_tokens_details`,
+ * Responses `input_tokens_details` / `output_tokens_details`): cache reads, reasoning, audio.
+ */
+export function openaiDetails(u: Usage, input: any, output: any): void {
+  cached(u, input?.cached_tokens);
+  part(u, "inputAudioTokens", input?.audio_tokens);
+  part(u, "reasoningTokens", output?.reasoning_tokens);
+  part(u, "outputAudioTokens", output?.audio_tokens);
+}
+
+/** Resets every count (a usage that must not be recorded twice). */
+export function clearUsage(u: Usage): void {
+  u.inputTokens = u.outputTokens = 0;
+  u.cachedTokens = u.cacheWriteTokens = u.cacheWrite1hTokens = u.reasoningTokens = u.inputAudioTokens = u.outputAudioTokens = undefined;
+}
 
 /** Parsed JSON, or undefined for text that is not JSON (a malformed upstream event). */
 export function parseJson(data: string): any {

@@ -12,13 +12,23 @@ interface Bucket {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
   cost: number;
 }
 
-const METRICS = { requests: "requests", tokens: "tokens", cost: "USD" } as const;
+const METRICS = { requests: "requests", tokens: "tokens", cached: "cache-read tokens", cacheWrite: "cache-write tokens", reasoning: "reasoning tokens", cost: "USD" } as const;
 type Metric = keyof typeof METRICS;
 
-const value = (b: Bucket, m: Metric) => (m === "requests" ? b.requests : m === "tokens" ? b.inputTokens + b.outputTokens : b.cost);
+const VALUES: Record<Metric, (b: Bucket) => number> = {
+  requests: (b) => b.requests,
+  tokens: (b) => b.inputTokens + b.outputTokens,
+  cached: (b) => b.cachedTokens,
+  cacheWrite: (b) => b.cacheWriteTokens ?? 0,
+  reasoning: (b) => b.reasoningTokens ?? 0,
+  cost: (b) => b.cost,
+};
+const value = (b: Bucket, m: Metric) => VALUES[m](b);
 
 /** Every bucket start of the range, so quiet hours and days show as gaps rather than vanish. */
 function bucketStarts(from: Date, to: Date, interval: "hour" | "day"): string[] {

@@ -1,0 +1,229 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { takeHold } from "../../src/budgets/hold";
+import { rowsOf } from "../../src/db/client";
+import { usageMeterFor } from "../../src/metering";
+import { startTestService, type TestService } from "../helpers/service";
+import { deletePrefix, REDIS_URL, requireRedis, uniquePrefix } from "../limits/redis-helper";
+
+// Budgets and token windows that hold under concurrency: a request's maximum cost and
+// tokens are held before it is forwarded (src/gateway/admission.ts), atomically, so
+// concurrent requests see each other. Runs on the embedded database, on PostgreSQL with
+// TEST_DATABASE=postgres, and the token windows in process and through Redis.
+
+/**
+ * A chat upstream that answers after `delayMs` (so every concurrent request is in flight at
+ * once), with fixed usage; `fail` answers 500 instead.
+ */
+function slowUpstream(opts: { delayMs: number; fail?: boolean }) {
+  let calls = 0;
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      calls++;
+      await req.text();
+      await Bun.sleep(opts.delayMs);
+      if (opts.fail) return Response.json({ error: { message: "upstream broke", type: "server_error" } }, { status: 500 });
+      return Response.json({
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: 1,
+        model: "gpt-4o",
+        choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
+      });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}/v1`, calls: () => calls, stop: () => server.stop(true) };
+}
+
+const chat = (key: string, maxTokens: number) =>
+  ({
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "gpt-4o", max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] }),
+  }) satisfies RequestInit;
+
+async function statuses(svc: TestService, n: number, init: () => RequestInit): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, async () => {
+    const r = await svc.fetch("/v1/chat/completions", init());
+    await r.text();
+    return r.status;
+  }));
+}
+
+const count = (list: number[], status: number) => list.filter((s) => s === status).length;
+
+async function reserved(svc: TestService, table: "api_keys" | "organizations", id: string): Promise<number> {
+  const rows = rowsOf<{ reserved: string }>(await svc.server.services.db.execute(sql`select reserved from ${sql.raw(table)} where id = ${id}`));
+  return Number(rows[0]?.reserved);
+}
+
+describe("spending limits under concurrency", () => {
+  let up: ReturnType<typeof slowUpstream>;
+  let svc: TestService;
+  beforeAll(async () => {
+    up = slowUpstream({ delayMs: 1500 });
+    svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: up.url });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    up?.stop();
+  });
+
+  // gpt-4o output is $10 per million tokens: 9,000 of them hold $0.09 (plus a little input).
+  test("50 concurrent requests against a key budget that fits one: exactly one is admitted", async () => {
+    const org = await svc.org();
+    const { key, id } = await svc.key(org, { spendingLimit: 0.1 });
+    const before = up.calls();
+    const got = await statuses(svc, 50, () => chat(key, 9000));
+    expect(count(got, 200)).toBe(1);
+    expect(count(got, 402)).toBe(49);
+    expect(up.calls() - before).toBe(1);
+    // Settled: the real cost was added and the hold released in the same write.
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "api_keys", id)).toBe(0);
+  });
+
+  test("50 concurrent requests of several keys against an organization budget that fits one: exactly one", async () => {
+    const org = await svc.org();
+    await svc.server.services.db.execute(sql`update organizations set spending_limit = 0.1 where id = ${org}`);
+    const { orgBudgetsFor } = await import("../../src/budgets");
+    await orgBudgetsFor(svc.server.services).reload();
+    const keys = await Promise.all(Array.from({ length: 5 }, () => svc.key(org)));
+    let i = 0;
+    const got = await statuses(svc, 50, () => chat(keys[i++ % keys.length].key, 9000));
+    expect(count(got, 200)).toBe(1);
+    expect(count(got, 402)).toBe(49);
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "organizations", org)).toBe(0);
+  });
+});
+
+describe("key and organization both limited", () => {
+  let up: ReturnType<typeof slowUpstream>;
+  let svc: TestService;
+  beforeAll(async () => {
+    up = slowUpstream({ delayMs: 1500 });
+    svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: up.url });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    up?.stop();
+  });
+
+  test("one statement holds both or neither: the tighter budget decides, the other keeps no hold", async () => {
+    const { orgBudgetsFor } = await import("../../src/budgets");
+    const org = await svc.org();
+    await svc.server.services.db.execute(sql`update organizations set spending_limit = 0.1 where id = ${org}`);
+    await orgBudgetsFor(svc.server.services).reload();
+    const { key, id } = await svc.key(org, { spendingLimit: 0.5 });
+    const got = await statuses(svc, 50, () => chat(key, 9000));
+    expect(count(got, 200)).toBe(1);
+    expect(count(got, 402)).toBe(49);
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "api_keys", id)).toBe(0);
+    expect(await reserved(svc, "organizations", org)).toBe(0);
+    // The key's own limit, tighter than the organization's, refuses with the key's status.
+    const other = await svc.org();
+    await svc.server.services.db.execute(sql`update organizations set spending_limit = 5 where id = ${other}`);
+    await orgBudgetsFor(svc.server.services).reload();
+    const tight = await svc.key(other, { spendingLimit: 0.1 });
+    const second = await statuses(svc, 20, () => chat(tight.key, 9000));
+    expect(count(second, 200)).toBe(1);
+    expect(count(second, 402)).toBe(19);
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "organizations", other)).toBe(0);
+  });
+});
+
+describe("holds are released when upstreams fail", () => {
+  let up: ReturnType<typeof slowUpstream>;
+  let svc: TestService;
+  beforeAll(async () => {
+    up = slowUpstream({ delayMs: 0, fail: true });
+    svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: up.url });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    up?.stop();
+  });
+
+  test("no budget leak after 1,000 failed requests: the whole budget is still there", async () => {
+    const org = await svc.org();
+    // $1 holds eleven requests of $0.09 at once; ten at a time all fit while the holds are released.
+    const { key, id } = await svc.key(org, { spendingLimit: 1, tpm: 1_000_000 });
+    let failed = 0;
+    for (let round = 0; round < 100; round++) {
+      const got = await statuses(svc, 10, () => chat(key, 9000));
+      failed += got.filter((s) => s >= 500).length;
+    }
+    expect(failed).toBe(1000);
+    await usageMeterFor(svc.server.services).flush();
+    expect(await reserved(svc, "api_keys", id)).toBe(0);
+    // The budget's whole amount can still be held, and not a cent more.
+    const hold = { keyId: id, orgId: org, key: true, org: false, now: new Date() };
+    expect(await takeHold(svc.server.services.db, { ...hold, amount: 0.99 })).toBeNull();
+    expect(await takeHold(svc.server.services.db, { ...hold, amount: 0.02 })).toBe("key");
+  }, 300_000);
+});
+
+describe("generation tasks and model requests share a key's budget", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc?.close());
+
+  test("a pending task's estimate counts against a model request's hold until the task settles", async () => {
+    const org = await svc.org();
+    const { id } = await svc.key(org, { spendingLimit: 1 });
+    const db = svc.server.services.db;
+    await db.execute(sql`insert into predictions (id, organization_id, key_id, model, generation_type, mode, input, status, base_url, deadline_at, estimated_cost)
+      values ('pred_hold_test', ${org}, ${id}, 'm', 'image', 'async', '{}'::jsonb, 'starting', 'http://x', now(), 0.6)`);
+    const hold = { keyId: id, orgId: org, key: true, org: false, now: new Date() };
+    expect(await takeHold(db, { ...hold, amount: 0.5 })).toBe("key");
+    expect(await takeHold(db, { ...hold, amount: 0.3 })).toBeNull();
+    // The task settles: its estimate no longer counts, the request's hold still does.
+    await db.execute(sql`update predictions set settlement = 'settled' where id = 'pred_hold_test'`);
+    expect(await takeHold(db, { ...hold, amount: 0.75 })).toBe("key");
+    expect(await takeHold(db, { ...hold, amount: 0.7 })).toBeNull();
+  });
+});
+
+function tokenWindowTests(name: string, env: () => Record<string, string>) {
+  describe(name, () => {
+    let up: ReturnType<typeof slowUpstream>;
+    let svc: TestService;
+    beforeAll(async () => {
+      up = slowUpstream({ delayMs: 1500 });
+      svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: up.url, ...env() });
+    });
+    afterAll(async () => {
+      await svc?.close();
+      up?.stop();
+    });
+
+    test("a TPM window admits no more than its tokens plus one request's estimate, however many arrive at once", async () => {
+      const { key } = await svc.key(await svc.org(), { tpm: 1000 });
+      const body = chat(key, 200).body;
+      // What admission counts per request: the body's size / 3, plus max_tokens.
+      const estimate = Math.ceil(Buffer.byteLength(body) / 3) + 200;
+      const got = await statuses(svc, 30, () => chat(key, 200));
+      const admitted = count(got, 200);
+      expect(admitted).toBeGreaterThanOrEqual(1);
+      expect(admitted * estimate).toBeLessThanOrEqual(1000 + estimate);
+      expect(count(got, 429)).toBe(30 - admitted);
+    });
+  });
+}
+
+tokenWindowTests("token windows in process", () => ({}));
+
+const prefix = uniquePrefix();
+describe("through Redis", () => {
+  beforeAll(() => requireRedis());
+  afterAll(() => deletePrefix(prefix));
+  tokenWindowTests("token windows shared through Redis", () => ({ REDIS_URL, REDIS_KEY_PREFIX: prefix }));
+});
