@@ -1,0 +1,98 @@
+import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { agentSessionEvents } from "./schema";
+
+/**
+ * Replays of a session's log (a stream's history, the list endpoint) with bounded memory
+ * whatever the event sizes. Threat: an event can be megabytes (a user's document, a tool's
+ * output); reading a page of them at once, then joining it into one string, held gigabytes
+ * per replay and stalled the process. Here the heads of a page come first (no payload
+ * read), then the events themselves in batches whose size is bounded from the stored size,
+ * each already serialized by the database (no parse and re-stringify here), handed out one
+ * at a time so the writer's backpressure paces the reads.
+ */
+
+/** Upper bound of the events fetched by one query, in bytes (estimated, see BOUND). */
+const BATCH_BYTES = 1 << 20;
+const BATCH_ROWS = 100;
+
+/**
+ * A bound of an event's JSON text from its stored size, read without fetching the value:
+ * JSON escapes take at most 6 bytes per stored byte; a compressed value can expand about
+ * 256 times (pglz and lz4 alike), so a compressed event is always fetched on its own.
+ */
+const BOUND = sql<number>`case when pg_column_compression(${agentSessionEvents.payload}) is null
+  then pg_column_size(${agentSessionEvents.payload}) * 6 else pg_column_size(${agentSessionEvents.payload}) * 1536 end + 256`;
+
+/**
+ * The SDK shape of an event (eventJson in log.ts), built by the database: the payload
+ * without its `_` bookkeeping fields, plus `id`, `type` and `processed_at`.
+ */
+const EVENT_TEXT = sql<string>`((${agentSessionEvents.payload} - array(select k from jsonb_object_keys(${agentSessionEvents.payload}) k where left(k, 1) = '_'))
+  || jsonb_build_object('id', ${agentSessionEvents.id}, 'type', ${agentSessionEvents.type},
+    'processed_at', to_char(${agentSessionEvents.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))::text`;
+
+export interface EventHead {
+  seq: number;
+  id: string;
+  type: string;
+  bound: number;
+}
+
+export interface ReplayedEvent extends EventHead {
+  /** The event's JSON, one line (the database's jsonb output never has a raw newline). */
+  json: string;
+}
+
+export interface HeadQuery {
+  /** Exclusive cursor: events after it (ascending) or before it (descending). */
+  cursor?: number;
+  desc?: boolean;
+  types?: string[];
+  limit: number;
+}
+
+/** Up to `limit` event heads of a session in order; no payload is read. */
+export async function eventHeads(db: Db, sessionId: string, q: HeadQuery): Promise<EventHead[]> {
+  const s = agentSessionEvents;
+  const rows = await db
+    .select({ seq: s.seq, id: s.id, type: s.type, bound: BOUND })
+    .from(s)
+    .where(
+      and(
+        eq(s.sessionId, sessionId),
+        q.cursor === undefined ? undefined : q.desc ? lt(s.seq, q.cursor) : gt(s.seq, q.cursor),
+        q.types?.length ? inArray(s.type, q.types) : undefined,
+      ),
+    )
+    .orderBy(q.desc ? desc(s.seq) : asc(s.seq))
+    .limit(q.limit);
+  return rows.map((r) => ({ ...r, seq: Number(r.seq), bound: Number(r.bound) }));
+}
+
+/**
+ * The events of `heads`, in their order, one at a time. At most one batch (BATCH_BYTES,
+ * or one larger event) is held; the next is read when the consumer asks for more. An
+ * event deleted meanwhile (its session was deleted) is skipped.
+ */
+export async function* eventTexts(db: Db, sessionId: string, heads: EventHead[]): AsyncGenerator<ReplayedEvent> {
+  let i = 0;
+  while (i < heads.length) {
+    let bytes = heads[i].bound;
+    let j = i + 1;
+    while (j < heads.length && j - i < BATCH_ROWS && bytes + heads[j].bound <= BATCH_BYTES) bytes += heads[j++].bound;
+    const batch = heads.slice(i, j);
+    i = j;
+    const rows = await db
+      .select({ seq: agentSessionEvents.seq, json: EVENT_TEXT })
+      .from(agentSessionEvents)
+      .where(and(eq(agentSessionEvents.sessionId, sessionId), inArray(agentSessionEvents.seq, batch.map((h) => h.seq))));
+    const bySeq = new Map(rows.map((r) => [Number(r.seq), r.json]));
+    rows.length = 0;
+    for (const h of batch) {
+      const json = bySeq.get(h.seq);
+      bySeq.delete(h.seq);
+      if (json !== undefined) yield { ...h, json };
+    }
+  }
+}
