@@ -52,8 +52,37 @@ export interface HeadQuery {
   limit: number;
 }
 
+/**
+ * Identical reads share one query. Threat: a commit wakes every follower of its session
+ * at once; hundreds of streams on one session would each read the same new events (a
+ * stampede that held the database for seconds). A read of what may still change (the
+ * heads after a cursor) is shared only within the task that started it: the followers
+ * one notice wakes all ask in that task, which began after the commit, so none of them
+ * joins a query that predates the commit it was woken for. Stored events never change,
+ * so a read of them is shared for as long as it runs. Keyed per database handle.
+ */
+const inFlight = new WeakMap<Db, Map<string, Promise<unknown>>>();
+function shared<T>(db: Db, key: string, until: "task" | "settled", read: () => Promise<T>): Promise<T> {
+  let m = inFlight.get(db);
+  if (!m) inFlight.set(db, (m = new Map()));
+  const running = m.get(key) as Promise<T> | undefined;
+  if (running) return running;
+  const p = read();
+  m.set(key, p);
+  const forget = () => {
+    if (m.get(key) === p) m.delete(key);
+  };
+  if (until === "task") setImmediate(forget);
+  else p.then(forget, forget);
+  return p;
+}
+
 /** Up to `limit` event heads of a session in order; no payload is read. */
-export async function eventHeads(db: Db, sessionId: string, q: HeadQuery): Promise<EventHead[]> {
+export function eventHeads(db: Db, sessionId: string, q: HeadQuery): Promise<EventHead[]> {
+  return shared(db, `h ${sessionId} ${q.cursor} ${q.desc} ${q.types?.join(",")} ${q.limit}`, "task", () => readHeads(db, sessionId, q));
+}
+
+async function readHeads(db: Db, sessionId: string, q: HeadQuery): Promise<EventHead[]> {
   const s = agentSessionEvents;
   const rows = await db
     .select({ seq: s.seq, id: s.id, type: s.type, bound: BOUND })
@@ -83,15 +112,17 @@ export async function* eventTexts(db: Db, sessionId: string, heads: EventHead[])
     while (j < heads.length && j - i < BATCH_ROWS && bytes + heads[j].bound <= BATCH_BYTES) bytes += heads[j++].bound;
     const batch = heads.slice(i, j);
     i = j;
-    const rows = await db
-      .select({ seq: agentSessionEvents.seq, json: EVENT_TEXT })
-      .from(agentSessionEvents)
-      .where(and(eq(agentSessionEvents.sessionId, sessionId), inArray(agentSessionEvents.seq, batch.map((h) => h.seq))));
-    const bySeq = new Map(rows.map((r) => [Number(r.seq), r.json]));
-    rows.length = 0;
+    const seqs = batch.map((h) => h.seq);
+    // Shared between readers of the same batch (see `shared`), so never emptied here.
+    const bySeq = await shared(db, `t ${sessionId} ${seqs.join(",")}`, "settled", async () => {
+      const rows = await db
+        .select({ seq: agentSessionEvents.seq, json: EVENT_TEXT })
+        .from(agentSessionEvents)
+        .where(and(eq(agentSessionEvents.sessionId, sessionId), inArray(agentSessionEvents.seq, seqs)));
+      return new Map(rows.map((r) => [Number(r.seq), r.json]));
+    });
     for (const h of batch) {
       const json = bySeq.get(h.seq);
-      bySeq.delete(h.seq);
       if (json !== undefined) yield { ...h, json };
     }
   }
