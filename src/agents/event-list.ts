@@ -1,7 +1,7 @@
 import type { Db } from "../db/client";
 import { ApiError } from "../http/errors";
 import { limitOf } from "./page";
-import { eventHeads, eventTexts } from "./replay";
+import { eventHeads, eventTexts, TextPump } from "./replay";
 
 const enc = new TextEncoder();
 
@@ -28,21 +28,23 @@ export async function eventListResponse(
   const page = more ? heads.slice(0, limit) : heads;
   const tail = enc.encode(`],"next_page":${JSON.stringify(more ? `p${page[page.length - 1].seq}` : null)}}`);
   const events = eventTexts(db, sessionId, page);
-  let written = -1;
+  let written = 0;
+  const pump = new TextPump();
+  pump.push(`{"data":[`);
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (written < 0) {
-        written = 0;
-        controller.enqueue(enc.encode(`{"data":[`));
-        return;
+      let piece = pump.next();
+      if (!piece) {
+        const next = await events.next();
+        if (next.done) {
+          controller.enqueue(tail);
+          controller.close();
+          return;
+        }
+        pump.push(written++ ? "," : "", next.value.json);
+        piece = pump.next()!;
       }
-      const next = await events.next();
-      if (next.done) {
-        controller.enqueue(tail);
-        controller.close();
-        return;
-      }
-      controller.enqueue(enc.encode(written++ ? `,${next.value.json}` : next.value.json));
+      controller.enqueue(piece);
     },
     cancel() {
       void events.return(undefined).catch(() => {});

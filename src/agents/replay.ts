@@ -104,6 +104,16 @@ async function readHeads(db: Db, sessionId: string, q: HeadQuery): Promise<Event
  * or one larger event) is held; the next is read when the consumer asks for more. An
  * event deleted meanwhile (its session was deleted) is skipped.
  */
+/**
+ * Replayed bytes after which a garbage collection is requested, process-wide. Threat: a
+ * large event leaves its copies (the driver's result, the text, the bytes written) to the
+ * next collection, which the engine schedules by heap growth: with a large heap (the
+ * embedded database's pages) finished events piled up by the gigabyte under concurrent
+ * replays. A minor collection every few large events keeps that bounded.
+ */
+const COLLECT_EVERY_BYTES = 8 << 20;
+let replayedSinceCollect = 0;
+
 export async function* eventTexts(db: Db, sessionId: string, heads: EventHead[]): AsyncGenerator<ReplayedEvent> {
   let i = 0;
   while (i < heads.length) {
@@ -112,6 +122,10 @@ export async function* eventTexts(db: Db, sessionId: string, heads: EventHead[])
     while (j < heads.length && j - i < BATCH_ROWS && bytes + heads[j].bound <= BATCH_BYTES) bytes += heads[j++].bound;
     const batch = heads.slice(i, j);
     i = j;
+    if (replayedSinceCollect >= COLLECT_EVERY_BYTES) {
+      replayedSinceCollect = 0;
+      Bun.gc(true);
+    }
     const seqs = batch.map((h) => h.seq);
     // Shared between readers of the same batch (see `shared`), so never emptied here.
     const bySeq = await shared(db, `t ${sessionId} ${seqs.join(",")}`, "settled", async () => {
@@ -123,7 +137,51 @@ export async function* eventTexts(db: Db, sessionId: string, heads: EventHead[])
     });
     for (const h of batch) {
       const json = bySeq.get(h.seq);
-      if (json !== undefined) yield { ...h, json };
+      if (json === undefined) continue;
+      replayedSinceCollect += json.length;
+      yield { ...h, json };
     }
+  }
+}
+
+const enc = new TextEncoder();
+/** Characters encoded and written per piece of a large event. */
+const PIECE_CHARS = 64 * 1024;
+
+/**
+ * Writes texts in pieces, one piece per read of the client: a large event is never
+ * encoded whole nor handed to the socket whole, so what the process holds for a replay is
+ * the event's text (as the driver gave it) and one piece, however slow the client.
+ */
+export class TextPump {
+  private readonly parts: string[] = [];
+  private at = 0;
+
+  /** Queues texts; their pieces come out of `next()` in order. */
+  push(...parts: string[]): void {
+    // A small message goes out as one piece (one write), a large one part by part.
+    if (parts.reduce((n, p) => n + p.length, 0) <= PIECE_CHARS) parts = [parts.join("")];
+    for (const p of parts) if (p) this.parts.push(p);
+  }
+
+  get empty(): boolean {
+    return !this.parts.length;
+  }
+
+  /** The next piece, or undefined when everything pushed was written. */
+  next(): Uint8Array | undefined {
+    const text = this.parts[0];
+    if (text === undefined) return undefined;
+    let end = Math.min(text.length, this.at + PIECE_CHARS);
+    // Never between the two halves of a surrogate pair (they encode as one character).
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    const piece = enc.encode(this.at === 0 && end === text.length ? text : text.slice(this.at, end));
+    this.at = end;
+    if (end >= text.length) {
+      this.parts.shift();
+      this.at = 0;
+    }
+    return piece;
   }
 }

@@ -1,6 +1,6 @@
 import type { Services } from "../services";
 import { busOf } from "./feed";
-import { type EventHead, eventHeads, eventTexts, type ReplayedEvent } from "./replay";
+import { type EventHead, eventHeads, eventTexts, type ReplayedEvent, TextPump } from "./replay";
 
 export interface StreamOptions {
   /** Start after this seq (0 = replay the whole log). */
@@ -45,6 +45,9 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
   let seq = opts.after;
   let lastWrite = Date.now();
   let lastRead = 0;
+  // The event being written, a piece per read of the client; `done` once it is the last.
+  const pump = new TextPump();
+  let done = false;
   return new ReadableStream<Uint8Array>({
     start(controller) {
       // A comment at once, so the response (and its headers) reaches the client before
@@ -54,6 +57,16 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
     async pull(controller) {
       try {
         while (!closed) {
+          const piece = pump.next();
+          if (piece) {
+            controller.enqueue(piece);
+            lastWrite = Date.now();
+            if (done && pump.empty) {
+              finish();
+              controller.close();
+            }
+            return;
+          }
           if (events) {
             const next = await events.next();
             if (closed) return;
@@ -63,13 +76,9 @@ export function sessionStream(s: Services, sessionId: string, opts: StreamOption
             }
             const e = next.value;
             seq = e.seq;
-            controller.enqueue(enc.encode(`event: ${e.type}\nid: ${e.id}\ndata: ${e.json}\n\n`));
-            lastWrite = Date.now();
-            if (opts.until?.has(e.type)) {
-              finish();
-              controller.close();
-            }
-            return;
+            pump.push(`event: ${e.type}\nid: ${e.id}\ndata: `, e.json, "\n\n");
+            done = opts.until?.has(e.type) ?? false;
+            continue;
           }
           if (commits.pending || Date.now() - lastRead >= recheckMs) {
             commits.reading();
