@@ -138,7 +138,6 @@ test("4 concurrent replays of 20 events of 8 MB (two streams, two list pages): R
     clearInterval(sampler);
     for (const r of replays) r.kill();
   }
-  console.log("replays: slowest /healthz of the best window", Math.round(best), "ms; RSS", Math.round(rssBefore / 2 ** 20), "MB, growth", Math.round((rssMax - rssBefore) / 2 ** 20), "MB");
   expect(best).toBeLessThan(200);
   expect(rssMax - rssBefore).toBeLessThan(200 * 1024 * 1024);
 }, 180_000);
