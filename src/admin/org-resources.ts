@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { AgentRepository } from "../agents/agents";
 import { EnvironmentRepository } from "../agents/environments";
-import { listEvents } from "../agents/log";
+import { eventListResponse } from "../agents/event-list";
 import { idCursor } from "../agents/page";
 import { SessionRepository } from "../agents/sessions";
 import { DeliverySchema, WebhookSchema } from "../events/routes";
@@ -82,7 +82,7 @@ export function adminOrgResourceRoutes(s: Services) {
       "/sessions/:sessionId/events",
       async ({ params, query }) => {
         await sessions.getRow(await org(params.organizationId), params.sessionId);
-        return listEvents(s.db, params.sessionId, { limit: query.limit ?? 100, page: query.page, order: query.order });
+        return eventListResponse(s.db, params.sessionId, { limit: query.limit ?? 100, page: query.page, order: query.order });
       },
       {
         params: t.Object({ organizationId: t.String(), sessionId: t.String() }),

@@ -1,5 +1,6 @@
 import type { RouteModule } from "../http/route-module";
 import { skillSessionHooks } from "../skills";
+import { startSessionFeed } from "./feed";
 import { agentRoutes, agentSurfaces } from "./routes";
 import { runtimeOf } from "./runtime";
 
@@ -17,6 +18,10 @@ export const agentsModule: RouteModule = {
     // Before any loop runs (recovery starts below): every turn sees the skills.
     runtime.use(skillSessionHooks);
     runtime.start();
-    return () => runtime.stop();
+    const stopFeed = await startSessionFeed(s);
+    return async () => {
+      await runtime.stop();
+      await stopFeed();
+    };
   },
 };

@@ -6,12 +6,14 @@ import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { AgentRepository, agentJson } from "./agents";
 import { EnvironmentRepository, environmentJson } from "./environments";
-import { eventJson, listEvents } from "./log";
+import { eventListResponse } from "./event-list";
+import { eventJson } from "./log";
 import { sendUserEvents, startSession, userEvent } from "./input";
 import { arrayParam, dateParam, idCursor, limitOf, DEFAULT_LIMIT, MAX_LIMIT } from "./page";
 import { SessionRepository, SESSION_STATUSES, sessionJson } from "./sessions";
 import { SSE_HEADERS } from "../http/sse";
 import { sessionStream } from "./stream";
+import { streamSlotsOf } from "./stream-slots";
 import { responds, sse } from "../openapi/declare";
 import { AgentPage, AgentSchema, deleted, EnvironmentPage, EnvironmentSchema, SentEvents, SESSION_EVENTS, SessionEventPage, SessionPage, SessionSchema } from "./response-schemas";
 
@@ -63,7 +65,8 @@ export function agentRoutes(s: Services) {
   const agents = new AgentRepository(s.db);
   const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
   const sessions = new SessionRepository(s.db, agents, environments);
-  const pollMs = s.config.agents.streamPollMs;
+  const recheckMs = s.config.agents.streamRecheckMs;
+  const slots = streamSlotsOf(s);
   const AgentFields = {
     name: t.String({ minLength: 1, maxLength: 256, error: "name must be a non-empty string of at most 256 characters" }),
     description: t.Optional(t.Union([t.String({ maxLength: 2048 }), t.Null()], { error: "description must be a string of at most 2048 characters" })),
@@ -230,7 +233,7 @@ export function agentRoutes(s: Services) {
       "/v1/sessions/:session_id/events",
       async ({ auth, params, query, request }) => {
         await sessions.getRow(auth.organizationId, params.session_id);
-        return listEvents(s.db, params.session_id, { limit: query.limit, page: query.page, order: query.order, types: arrayParam(request, "types") });
+        return eventListResponse(s.db, params.session_id, { limit: query.limit, page: query.page, order: query.order, types: arrayParam(request, "types") });
       },
       {
         query: t.Object({ limit: Limit, page: t.Optional(t.String()), order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")], { error: "order must be asc or desc" })) }, { additionalProperties: true }),
@@ -240,11 +243,19 @@ export function agentRoutes(s: Services) {
     .post(
       "/v1/sessions/:session_id/events",
       async ({ auth, params, body, request }) => {
-        const r = await sendUserEvents(s, auth.organizationId, params.session_id, body.events as Record<string, any>[]);
-        if (r.running && (request.headers.get("accept") ?? "").includes("text/event-stream")) {
-          return new Response(sessionStream(s, params.session_id, { after: r.firstSeq - 1, until: new Set(["session.status_idle", "session.status_terminated"]), pollMs }, request.signal), { headers: SSE_HEADERS });
+        // A streamed answer is an open stream: its slot is taken before the events are written.
+        const release = (request.headers.get("accept") ?? "").includes("text/event-stream") ? slots.acquire(auth.organizationId, auth.key.id) : undefined;
+        try {
+          const r = await sendUserEvents(s, auth.organizationId, params.session_id, body.events as Record<string, any>[]);
+          if (r.running && release) {
+            return new Response(sessionStream(s, params.session_id, { after: r.firstSeq - 1, until: new Set(["session.status_idle", "session.status_terminated"]), recheckMs, onClose: release }, request.signal), { headers: SSE_HEADERS });
+          }
+          release?.();
+          return { data: r.rows.map(eventJson) };
+        } catch (err) {
+          release?.();
+          throw err;
         }
-        return { data: r.rows.map(eventJson) };
       },
       {
         body: t.Object({ events: t.Array(t.Object({ type: t.String() }, { additionalProperties: true }), { minItems: 1, maxItems: 100, error: "events must be a non-empty array of events with a type" }) }),
@@ -260,13 +271,15 @@ export function agentRoutes(s: Services) {
       "/v1/sessions/:session_id/events/stream",
       async ({ auth, params, request }) => {
         await sessions.getRow(auth.organizationId, params.session_id);
-        return new Response(sessionStream(s, params.session_id, { after: 0, pollMs }, request.signal), { headers: SSE_HEADERS });
+        const release = slots.acquire(auth.organizationId, auth.key.id);
+        return new Response(sessionStream(s, params.session_id, { after: 0, recheckMs, onClose: release }, request.signal), { headers: SSE_HEADERS });
       },
       {
         detail: {
           tags: ["sessions"],
-          operationId: "streamSessionEvents", ...responds({ 200: sse(SESSION_EVENTS) }, [404]), summary: "Stream a session's events (SSE)",
-          description: "Replays every persisted event, then follows new ones as they commit (`event: <type>`, `data: <event>`). Comment heartbeats every 15 s.",
+          operationId: "streamSessionEvents", ...responds({ 200: sse(SESSION_EVENTS) }, [404, 429]), summary: "Stream a session's events (SSE)",
+          description:
+            "Replays every persisted event, then follows new ones as they commit (`event: <type>`, `data: <event>`). Comment heartbeats every 15 s. Open streams are capped per API key and per organization (429 rate_limit_error beyond).",
         },
       },
     );

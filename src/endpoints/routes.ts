@@ -49,7 +49,7 @@ export function endpointRoutes(s: Services) {
   const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
   const repo = new EndpointRepository(s.db, agents, environments);
   const sessions = new SessionRepository(s.db, agents, environments);
-  const pollMs = s.config.agents.streamPollMs;
+  const recheckMs = s.config.agents.streamRecheckMs;
   const publicUrl = s.config.publicUrl;
 
   return new Elysia()
@@ -110,7 +110,7 @@ export function endpointRoutes(s: Services) {
       async ({ auth, params, body, request, set }) => {
         const endpoint = await repo.get(auth.organizationId, params.endpoint_id);
         const out = await runEndpoint(
-          { s, sessions, organizationId: auth.organizationId, keyId: auth.key.id, origin: publicUrl ?? new URL(request.url).origin, pollMs, request },
+          { s, sessions, organizationId: auth.organizationId, keyId: auth.key.id, origin: publicUrl ?? new URL(request.url).origin, recheckMs, request },
           endpoint,
           body as any,
         );

@@ -5,6 +5,7 @@ import type { SessionEventRow, SessionRow } from "../agents/schema";
 import type { SessionRepository } from "../agents/sessions";
 import { SSE_HEADERS } from "../http/sse";
 import { sessionStream } from "../agents/stream";
+import { streamSlotsOf } from "../agents/stream-slots";
 import { checkedUserEvent } from "../deployments/deployments";
 import type { Services } from "../services";
 import type { EndpointRow } from "./schema";
@@ -52,10 +53,11 @@ export function inputEvents(input: RunBody["input"], newSession: boolean): Recor
 
 /**
  * Waits until the turn that started after `afterSeq` ends, or `timeoutMs` passes, or the
- * client goes away. Woken by commits in this process; another process's writes are
- * seen within `pollMs`. Returns the turn's events and whether it ended.
+ * client goes away. Woken by the change feed (agents/feed.ts) at each commit of the
+ * session, in any process; re-reads the log every `recheckMs` in case a notice was lost.
+ * Returns the turn's events and whether it ended.
  */
-export async function awaitTurn(s: Services, sessionId: string, afterSeq: number, timeoutMs: number, pollMs: number, signal: AbortSignal): Promise<{ ended: boolean; events: SessionEventRow[] }> {
+export async function awaitTurn(s: Services, sessionId: string, afterSeq: number, timeoutMs: number, recheckMs: number, signal: AbortSignal): Promise<{ ended: boolean; events: SessionEventRow[] }> {
   const events: SessionEventRow[] = [];
   let seq = afterSeq;
   const commits = busOf(s).watch(sessionId);
@@ -74,7 +76,7 @@ export async function awaitTurn(s: Services, sessionId: string, afterSeq: number
       if (rows.length) continue;
       const left = deadline - Date.now();
       if (left <= 0 || signal.aborted) return { ended: false, events };
-      await commits.wait(Math.min(pollMs, left));
+      await commits.wait(Math.min(recheckMs, left));
     }
   } finally {
     commits.close();
@@ -89,7 +91,8 @@ export interface RunContext {
   keyId: string;
   /** Origin for the session URL handed back (PUBLIC_URL or the request's origin). */
   origin: string;
-  pollMs: number;
+  /** The followers' safety re-check (AGENT_STREAM_RECHECK_MS). */
+  recheckMs: number;
   request: Request;
 }
 
@@ -116,9 +119,21 @@ function runResult(ctx: RunContext, session: SessionRow, turn: { ended: boolean;
  * then answer with the turn's outcome, a 202 to poll, or an SSE stream of the turn.
  */
 export async function runEndpoint(ctx: RunContext, endpoint: EndpointRow, body: RunBody): Promise<Response | ReturnType<typeof runResult>> {
-  const { s, sessions } = ctx;
+  const { s } = ctx;
   if (body.stream && body.wait_seconds !== undefined) throw new ApiError(400, "wait_seconds applies to non-streamed runs; a stream lasts until the turn ends");
   const raw = inputEvents(body.input, body.session_id === undefined);
+  // A streamed run is an open session stream: its slot is taken before any session or event is written.
+  const release = body.stream ? streamSlotsOf(s).acquire(ctx.organizationId, ctx.keyId) : undefined;
+  try {
+    return await startRun(ctx, endpoint, body, raw, release);
+  } catch (err) {
+    release?.();
+    throw err;
+  }
+}
+
+async function startRun(ctx: RunContext, endpoint: EndpointRow, body: RunBody, raw: Record<string, any>[], release: (() => void) | undefined): Promise<Response | ReturnType<typeof runResult>> {
+  const { s, sessions } = ctx;
   let session: SessionRow;
   let after: number;
   let usageBefore: SessionRow["usage"];
@@ -143,11 +158,11 @@ export async function runEndpoint(ctx: RunContext, endpoint: EndpointRow, body: 
   }
   const headers = { "x-session-id": session.id };
   if (body.stream) {
-    const stream = sessionStream(s, session.id, { after, until: TURN_END, pollMs: ctx.pollMs }, ctx.request.signal);
+    const stream = sessionStream(s, session.id, { after, until: TURN_END, recheckMs: ctx.recheckMs, onClose: release }, ctx.request.signal);
     return new Response(stream, { headers: { ...SSE_HEADERS, ...headers } });
   }
   const waitMs = (body.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
-  const turn = await awaitTurn(s, session.id, after, waitMs, ctx.pollMs, ctx.request.signal);
+  const turn = await awaitTurn(s, session.id, after, waitMs, ctx.recheckMs, ctx.request.signal);
   if (turn.ended) session = await sessions.getRow(ctx.organizationId, session.id);
   const result = runResult(ctx, session, turn, usageBefore);
   if (!turn.ended) {

@@ -104,8 +104,11 @@ export const SETTINGS = {
     maxSteps: integer("AGENT_MAX_STEPS", 50, { min: 1 }),
     sandboxIdleMs: integer("AGENT_SANDBOX_IDLE_MS", 300_000, { min: 100 }),
     sandboxTimeoutSec: integer("AGENT_SANDBOX_TIMEOUT_SEC", 3600, { min: 1 }),
-    /** How often a stream follower re-reads the log for commits of other processes. */
-    streamPollMs: integer("AGENT_STREAM_POLL_MS", 250, { min: 1 }),
+    /** How often an idle stream follower re-reads the log anyway (the change feed wakes it at each commit; this covers a lost notice). */
+    streamRecheckMs: integer("AGENT_STREAM_RECHECK_MS", 30_000, { min: 100 }),
+    /** Open session event streams per API key and per organization, in each process (README: Limits). */
+    streamsPerKey: integer("SESSION_STREAMS_PER_KEY", 100, { min: 1 }),
+    streamsPerOrg: integer("SESSION_STREAMS_PER_ORG", 500, { min: 1 }),
     /** Where environment packages install from (`pip=<index URL>,npm=<registry URL>,...`); never a hard-coded public host. */
     packageRegistries: packageRegistries("AGENT_PACKAGE_REGISTRIES"),
     /** More hosts `allow_package_managers` opens (a registry's file host, e.g. where an index points downloads). */

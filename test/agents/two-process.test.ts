@@ -46,7 +46,7 @@ test("two processes, one session: one loop at a time (lease); input sent through
   }) as never);
 
   // Both processes scan for sessions to recover every 50 ms: without the lease, B would run A's turn too.
-  const env = serviceEnv({ ...modelEnv(mock), DATABASE_URL: server.url, AGENT_RECOVERY_INTERVAL_MS: "50", AGENT_LEASE_MS: "3000", AGENT_STREAM_POLL_MS: "50" });
+  const env = serviceEnv({ ...modelEnv(mock), DATABASE_URL: server.url, AGENT_RECOVERY_INTERVAL_MS: "50", AGENT_LEASE_MS: "3000" });
   const cmd = [process.execPath, "src/main.ts", "serve"];
   const [a, b] = await Promise.all([spawnService(cmd, { ...env, DATA_DIR: `${dataDir}/a` }, { cwd: ROOT, timeoutMs: 60_000 }), spawnService(cmd, { ...env, DATA_DIR: `${dataDir}/b` }, { cwd: ROOT, timeoutMs: 60_000 })]);
   cleanup.push(() => a.proc.exitCode === null && a.kill("SIGKILL"));

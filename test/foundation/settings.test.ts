@@ -78,7 +78,7 @@ test("the defaults", () => {
   expect(s.generation.callbackRetryMs).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
   expect(s.events.retryScheduleMs).toEqual(s.generation.callbackRetryMs);
   expect(s.deployments).toEqual({ pollMs: 1000, pauseAfterFailures: 1 });
-  expect(s.agents).toEqual({ leaseMs: 30_000, recoveryMs: 1_000, maxSteps: 50, sandboxIdleMs: 300_000, sandboxTimeoutSec: 3600, streamPollMs: 250, packageRegistries: {}, packageHosts: [] });
+  expect(s.agents).toEqual({ leaseMs: 30_000, recoveryMs: 1_000, maxSteps: 50, sandboxIdleMs: 300_000, sandboxTimeoutSec: 3600, streamRecheckMs: 30_000, streamsPerKey: 100, streamsPerOrg: 500, packageRegistries: {}, packageHosts: [] });
   expect([s.sandboxes.network, s.sandboxes.domain]).toEqual(["none", undefined]);
   expect([s.corsOrigins, s.egress.allow, s.events.secretsKey, s.databaseUrl, s.allocator.purgeDelay]).toEqual(["*", [], undefined, undefined, undefined]);
   expect([s.limits, s.metering.flushMs, s.sandboxes.reaperIntervalMs]).toEqual([{ globalRpm: 0, redisKeyPrefix: "gateway:" }, 250, 1000]);
