@@ -86,7 +86,7 @@ void example;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-});
+}, 120_000); // two generated-code tool runs: slow on a loaded machine
 
 const METHODS = ["get", "put", "post", "delete", "patch"];
 const operations = () => Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => ({ path, method: m, op: item[m] })));
