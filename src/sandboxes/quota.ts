@@ -96,7 +96,7 @@ export class SandboxQuotas {
 
   /** Admissions that never got their sandbox (a crash mid-create), past their in-flight time. */
   async sweep(): Promise<void> {
-    await this.db.execute(sql`delete from ${sandboxAdmissions} a where a.created_at <= ${new Date(Date.now() - IN_FLIGHT_MS)} and not exists (select 1 from ${sandboxes} s where s.id = a.sandbox_id)`);
+    await this.db.execute(sql`delete from ${sandboxAdmissions} a where a.created_at <= ${new Date(Date.now() - IN_FLIGHT_MS).toISOString()}::timestamptz and not exists (select 1 from ${sandboxes} s where s.id = a.sandbox_id)`);
   }
 
   private async overridesIn(tx: Pick<Db, "select">, organizationId: string): Promise<QuotaOverrides> {
