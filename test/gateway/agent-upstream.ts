@@ -10,7 +10,8 @@
  * - anything else: a message quoting the conversation's first user text (so a test sees
  *   whether the earlier turns reached the upstream).
  *
- * `stream: true` answers with the vendor's event sequence. Usage: input tokens are 10 plus
+ * `stream: true` answers with the vendor's event sequence. `POST /v1/responses/compact`
+ * answers the user messages of the conversation and one compaction item (usage 100 / 20). Usage: input tokens are 10 plus
  * the conversation's length in items, output tokens 4.
  */
 export interface AgentUpstream {
@@ -43,6 +44,14 @@ export function agentUpstream(name = "up"): AgentUpstream {
         const items = stored.get(m[1]);
         if (!items) return notFound(m[1]);
         return Response.json({ ...responseObject(m[1], "m", items.filter((i) => i.__out), 0), output: items.filter((i) => i.__out).map(strip) });
+      }
+      if (req.method === "POST" && path === "/v1/responses/compact") {
+        // The conversation's user messages, then one opaque compaction item.
+        const from = body.previous_response_id ? stored.get(body.previous_response_id) : (body.input ?? []);
+        if (!from) return notFound(body.previous_response_id);
+        const users = from.filter((i: Item) => i.role === "user").map(strip);
+        const output = [...users, { id: `cmp_item_${++n}`, type: "compaction", encrypted_content: `summary of ${from.length} items` }];
+        return Response.json({ id: `cmp_${name}_${n}`, object: "response.compaction", created_at: 1, output, usage: { input_tokens: 100, output_tokens: 20, total_tokens: 120 } });
       }
       if (req.method !== "POST" || path !== "/v1/responses") return Response.json({ error: { message: `no route ${req.method} ${path}` } }, { status: 404 });
       const history: Item[] = [];

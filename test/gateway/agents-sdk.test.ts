@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool } from "@openai/agents";
+import { Agent, type OpenAIClient, OpenAIProvider, OpenAIResponsesCompactionSession, Runner, setTracingDisabled, tool } from "@openai/agents";
 import OpenAI from "openai";
 import { startTestService, type TestService } from "../helpers/service";
 import { agentUpstream, type AgentUpstream } from "./agent-upstream";
@@ -30,6 +30,8 @@ beforeAll(async () => {
     },
     routes: {
       "agent-model": [{ provider: "pa", model: "m-up" }],
+      // The compaction session accepts only names shaped like the vendor's models.
+      "gpt-agent": [{ provider: "pa", model: "m-up" }],
       // Load-balanced: a continued conversation must still go where it is stored.
       "balanced-model": [
         { provider: "pa", model: "m-up", weight: 1 },
@@ -230,4 +232,43 @@ test("a server-side conversation id is refused (the upstream account is shared),
   expect(err).toMatchObject({ status: 400 });
   expect(err.error).toMatchObject({ param: "conversation" });
   expect(a.seen.length).toBe(before);
+});
+
+test("a compaction session: the stored chain is compacted where it is stored, and metered", async () => {
+  const session = new OpenAIResponsesCompactionSession({
+    // Typed against the SDK's own openai major; responses.compact is the same call in both.
+    client: clientOf(key.key) as unknown as OpenAIClient,
+    model: "gpt-agent",
+    compactionMode: "previous_response_id",
+    shouldTriggerCompaction: () => true,
+  });
+  const runner = runnerOf(key.key);
+  const agent = agentFor("gpt-agent");
+  const compactions = () => a.seen.filter((s) => s.path === "/v1/responses/compact");
+  const compactBefore = compactions().length;
+  const logBefore = (await requestLog()).length;
+  const first = await runner.run(agent, "What is the weather in Rome?", { session });
+  expect(first.finalOutput).toBe("The weather in Rome is sunny.");
+  expect(compactions().at(-1)!.body).toEqual({ model: "m-up", previous_response_id: first.lastResponseId });
+  const items = await session.getItems();
+  expect(items.map((i: any) => i.type ?? i.role)).toEqual(["user", "compaction"]);
+  // The next turn starts from the compacted history: the compaction item, then the new message.
+  const second = await runner.run(agent, "What did I say first?", { session });
+  expect(second.finalOutput).toBeTruthy();
+  expect(posts(a).at(-1)!.body.input.map((i: any) => i.type ?? i.role)).toEqual(["compaction", "user"]);
+  expect(posts(a).at(-1)!.body.input[0]).toMatchObject({ type: "compaction", encrypted_content: "summary of 4 items" });
+  // Each compaction is in the request log with its usage.
+  const made = compactions().length - compactBefore;
+  expect(made).toBeGreaterThanOrEqual(1);
+  const log = (await requestLog()).slice(logBefore);
+  expect(log.filter((r) => r.inputTokens === 100 && r.outputTokens === 20 && r.model === "gpt-agent")).toHaveLength(made);
+  // Another organization cannot compact this chain.
+  const res = await fetch(`${svc.url}/v1/responses/compact`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${strangerKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "gpt-agent", previous_response_id: second.lastResponseId }),
+  });
+  expect(res.status).toBe(400);
+  expect(((await res.json()) as any).error.code).toBe("previous_response_not_found");
+  expect(compactions()).toHaveLength(compactBefore + made);
 });
