@@ -24,7 +24,7 @@ import { gatewayResponses } from "./schema";
 const TERMINAL = new Set(["completed", "failed", "incomplete", "cancelled"]);
 
 /** Hooks for `POST /v1/responses`: remember which candidate served the id it returns. */
-export function responseCreateHooks(g: Gateway, inc: Incoming, body: Record<string, unknown> & { model: string }): Partial<Call> {
+function responseCreateHooks(g: Gateway, inc: Incoming, body: Record<string, unknown> & { model: string }): Partial<Call> {
   // `store: false`: the upstream keeps nothing to come back to.
   if (body.store === false) return {};
   const remember = async (id: unknown, c: Candidate, metered: boolean) => {
@@ -51,14 +51,61 @@ export function responseCreateHooks(g: Gateway, inc: Incoming, body: Record<stri
   };
 }
 
+/**
+ * `POST /v1/responses`. A create that continues a stored response (`previous_response_id`)
+ * goes to the provider that holds it, whatever the model's routing (load balancing would
+ * send it to a provider that cannot know the id), and only for the organization that
+ * created it.
+ *
+ * Threat: the upstream account is shared by every organization, so the upstream itself
+ * would continue any response id it knows: another tenant's id would hand over that
+ * tenant's conversation as context. An id this organization did not create is answered as
+ * the vendor answers an unknown one (400 `previous_response_not_found`, which clients
+ * branch on) and never reaches an upstream.
+ */
+export async function createResponse(
+  g: Gateway,
+  inc: Incoming,
+  body: Record<string, unknown> & { model: string },
+  opts: { patch?: Record<string, unknown>; stripUsage?: boolean },
+): Promise<Response> {
+  // Threat: the same for the vendor's conversations; their ids are not tracked per
+  // organization here (there is no conversations surface), so none is passed on.
+  if (body.conversation !== undefined && body.conversation !== null) {
+    throw new ApiError(400, "conversation is not supported through the gateway; continue a conversation with previous_response_id", { param: "conversation" });
+  }
+  const candidates = await continuation(g, inc, body);
+  return g.forwardJson("responses", inc, body, { ...opts, candidates, extra: responseCreateHooks(g, inc, body) });
+}
+
+/** The candidates that may continue `previous_response_id` (undefined without one: the model's routing). */
+async function continuation(g: Gateway, inc: Incoming, body: Record<string, unknown> & { model: string }): Promise<Candidate[] | undefined> {
+  const prev = body.previous_response_id;
+  if (typeof prev !== "string") return undefined;
+  const row = await lookup(g, inc, prev);
+  if (!row) throw new ApiError(400, `Previous response with id '${clip(prev)}' not found.`, { param: "previous_response_id", code: "previous_response_not_found" });
+  const base = g.compat("responses", inc, body.stream === true, body);
+  // Through the router, so a holder that is cooling down is a 503 with Retry-After.
+  return g.router.candidates(body.model, "responses", (c) =>
+    c.provider === row.provider ? base(c) : `provider ${c.provider} does not hold previous_response_id '${clip(prev)}' (provider ${row.provider} does)`,
+  );
+}
+
 type Row = typeof gatewayResponses.$inferSelect;
 
-async function find(g: Gateway, inc: Incoming, id: string): Promise<Row> {
+const clip = (id: string) => (id.length > 200 ? id.slice(0, 200) + "..." : id);
+
+async function lookup(g: Gateway, inc: Incoming, id: string): Promise<Row | undefined> {
   const [row] = await g.s.db
     .select()
     .from(gatewayResponses)
     .where(and(eq(gatewayResponses.id, id), eq(gatewayResponses.organizationId, inc.auth.organizationId)));
-  if (!row) throw new ApiError(404, `response '${id.length > 200 ? id.slice(0, 200) + "..." : id}' not found`);
+  return row;
+}
+
+async function find(g: Gateway, inc: Incoming, id: string): Promise<Row> {
+  const row = await lookup(g, inc, id);
+  if (!row) throw new ApiError(404, `response '${clip(id)}' not found`);
   return row;
 }
 
@@ -114,6 +161,8 @@ const Id = t.Object({ id: t.String({ minLength: 1, maxLength: 256 }) });
 const Deleted = named("ResponseDeleted", t.Object({ id: t.String(), object: t.String(), deleted: t.Boolean() }, open));
 const InputItems = named("ResponseInputItems", t.Object({ object: t.Literal("list"), data: t.Array(t.Object({}, open)), has_more: t.Optional(t.Boolean()) }, open));
 const InputTokens = named("ResponseInputTokens", t.Object({ object: t.Optional(t.String()), input_tokens: t.Integer() }, open));
+const Compacted = named("CompactedResponse", t.Object({ id: t.String(), object: t.String(), output: t.Array(t.Object({}, open)) }, open));
+const CompactBody = named("ResponseCompactRequest", t.Object({ model: modelField }, { ...open, description: "A conversation to compact (`input` or `previous_response_id`); forwarded unchanged" }));
 const InputTokensBody = named("ResponseInputTokensRequest", t.Object({ model: modelField }, { ...open, description: "A Responses request to count the input tokens of; forwarded unchanged" }));
 
 export function responsesLifecycleRoutes(g: Gateway) {
@@ -128,6 +177,26 @@ export function responsesLifecycleRoutes(g: Gateway) {
       {
         body: InputTokensBody,
         detail: { tags, operationId: "countResponseInputTokens", ...responds({ 200: InputTokens }, [404, 502, 503, 504]), summary: "Count a response's input tokens", description: "Input token count of a Responses request, by a provider of its model that serves the Responses protocol. Not metered." },
+      },
+    )
+    .post(
+      "/v1/responses/compact",
+      async ({ body, request, auth, requestId, startedAt }) => {
+        const inc = { request, auth, requestId, startedAt };
+        const json = body as Record<string, unknown> & { model: string };
+        // A compaction of a stored chain runs where the chain is, for its organization only (see createResponse).
+        const candidates = await continuation(g, inc, json);
+        return g.forwardJson("responses", inc, json, { candidates, extra: { stream: false, resource: { method: "POST", path: "/compact" } } });
+      },
+      {
+        body: CompactBody,
+        detail: {
+          tags,
+          operationId: "compactResponse",
+          ...responds({ 200: Compacted }, [400, 402, 404, 502, 503, 504]),
+          summary: "Compact a conversation",
+          description: "Compacts a conversation (`input`, or the stored chain of `previous_response_id`, at the provider that holds it) into a shorter list of items. Metered like a create.",
+        },
       },
     )
     .get(

@@ -10,7 +10,7 @@ import { createInteraction, getInteraction } from "./interactions";
 import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
 import type { ModelInPathRoute } from "./protocols/spec";
-import { responseCreateHooks, responsesLifecycleRoutes } from "./responses-lifecycle";
+import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -93,9 +93,9 @@ export function gatewayRoutes(s: Services) {
         check?.(body);
         const patch = forceUsage?.(body as ModelBody);
         const inc = { request, auth, requestId, startedAt };
-        // A response id is remembered with the candidate that served it (responses-lifecycle.ts).
-        const extra = name === "responses" ? responseCreateHooks(g, inc, body as ModelBody) : undefined;
-        return g.forwardJson(name, inc, body as ModelBody, patch || extra ? { patch, stripUsage: patch ? true : undefined, extra } : NO_OPTIONS);
+        // A response id is remembered with the candidate that served it, and continued there (responses-lifecycle.ts).
+        if (name === "responses") return createResponse(g, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined });
+        return g.forwardJson(name, inc, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
       },
       { body: route.body, detail: { tags, operationId: route.operationId, ...responds({ 200: route.success }, [...route.errors]), summary: route.summary, description: route.description } },
     );
