@@ -7,6 +7,7 @@ import { boundedStream } from "../streams/bounded";
 import { type Line, lines as readLines } from "../streams/lines";
 import type { SandboxRef } from "./context";
 import { KERNEL_BRIDGE } from "./kernel-bridge";
+import { KERNEL_STARTUP } from "./kernel-startup";
 
 /** Templates whose sandboxes run the code interpreter (the shipped one and E2B's name for it). */
 const INTERPRETER_TEMPLATES = new Set(["code_interpreter"]);
@@ -100,7 +101,7 @@ export class Interpreter {
   }
 
   private async start(ref: SandboxRef, id: string, language: string, cwd: string): Promise<Context> {
-    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd], env: {}, cwd });
+    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd, KERNEL_STARTUP], env: {}, cwd });
     const lines = readLines(bridge.stdout, { maxBytes: MAX_OUTPUT_LINE_BYTES });
     // The kernel logs to stderr: drained (a full pipe would stall it), the tail kept for errors.
     let tail = "";
@@ -158,7 +159,7 @@ export class Interpreter {
   private async execute(ref: SandboxRef, body: Record<string, unknown>, request: Request): Promise<Response> {
     if (typeof body.code !== "string") throw new ApiError(400, "code is required (a string)");
     if (body.context_id !== undefined && body.context_id !== null && body.language !== undefined && body.language !== null) throw new ApiError(400, "give context_id or language, not both");
-    const env = body.env_vars && typeof body.env_vars === "object" ? body.env_vars : undefined;
+    const env = envVars(body.env_vars);
     let ctx: Context;
     if (typeof body.context_id === "string") ctx = await this.find(ref, body.context_id);
     else {
@@ -180,6 +181,13 @@ export class Interpreter {
 function outputLine(line: Line): string {
   if (!line.cut) return line.text;
   return errorLine("OutputTooLarge", `an output of ${MAX_OUTPUT_LINE_BYTES + line.cut} bytes is larger than the ${MAX_OUTPUT_LINE_BYTES} bytes one output may have; it was dropped`);
+}
+
+/** Per-run variables: an object of strings (E2B's server refuses anything else too). */
+function envVars(v: unknown): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v) || Object.values(v).some((x) => typeof x !== "string")) throw new ApiError(400, "env_vars must be an object of strings");
+  return v as Record<string, string>;
 }
 
 function errorLine(name: string, value: string): string {

@@ -27,6 +27,36 @@ test("state is kept between runs; the last expression is the text result", async
   expect(second.executionCount).toBeGreaterThan(first.executionCount!);
 }, 240_000);
 
+test("the last expression's text is as E2B gives it: a string without its quotes, other values as their repr", async () => {
+  expect((await sbx.runCode("'bar'")).text).toBe("bar");
+  expect((await sbx.runCode('"it\'s"')).text).toBe("it's");
+  expect((await sbx.runCode("[1, 'a']")).text).toBe("[1, 'a']");
+  // No truncation of long sequences (E2B's kernel config).
+  expect((await sbx.runCode("list(range(2000))")).text).toContain("1999]");
+  // A MIME type E2B has no field for comes under extra on the wire, as E2B's server sends it.
+  const r = await sbx.runCode("from IPython.display import display\ndisplay({'application/x-custom': 'v', 'text/plain': 'p'}, raw=True)");
+  expect(r.results[0]?.text).toBe("p");
+  expect((r.results[0]?.raw as Record<string, unknown> | undefined)?.extra).toEqual({ "application/x-custom": "v" });
+  // The interpreter's own helpers stay out of the user's namespace.
+  expect((await sbx.runCode("[k for k in globals() if 'e2b' in k]")).text).toBe("[]");
+}, 60_000);
+
+test("per-run envs hold for that run only; a variable set before comes back", async () => {
+  const during = await sbx.runCode("import os; os.getenv('FOO')", { envs: { FOO: "bar" } });
+  expect(during.text).toBe("bar");
+  expect((await sbx.runCode("os.getenv('FOO', 'default')")).text).toBe("default");
+  await sbx.runCode("os.environ['KEEP'] = 'before'");
+  expect((await sbx.runCode("os.environ['KEEP']", { envs: { KEEP: "during" } })).text).toBe("during");
+  expect((await sbx.runCode("os.environ['KEEP']")).text).toBe("before");
+  // Only strings: anything else is refused before it reaches the kernel.
+  const res = await c.svc.fetch("/e2b/sandbox/execute", {
+    method: "POST",
+    headers: { "content-type": "application/json", "e2b-sandbox-id": sbx.sandboxId, "e2b-sandbox-port": "49999", "x-access-token": (sbx as unknown as { envdAccessToken: string }).envdAccessToken },
+    body: JSON.stringify({ code: "1", env_vars: { A: 1 } }),
+  });
+  expect(res.status).toBe(400);
+}, 60_000);
+
 test("rich results: PNG, HTML and JSON", async () => {
   const png = await sbx.runCode(
     [
@@ -49,8 +79,9 @@ test("rich results: PNG, HTML and JSON", async () => {
 test("an exception comes back with name, value and traceback", async () => {
   const r = await sbx.runCode("def f():\n    raise ValueError('boom')\nf()");
   expect(r.error).toMatchObject({ name: "ValueError", value: "boom" });
-  // IPython's traceback, with its colours.
-  const plain = r.error!.traceback.replace(/\x1b\[[0-9;]*m/g, "");
+  // IPython's traceback, without colours (E2B's kernel config).
+  const plain = r.error!.traceback;
+  expect(plain).not.toContain("\x1b[");
   expect(plain).toContain("ValueError: boom");
   expect(plain).toContain("----> 2     raise ValueError('boom')");
 }, 60_000);
@@ -73,10 +104,10 @@ test("two contexts are isolated; contexts can be listed, restarted and removed",
   const a = await sbx.createCodeContext();
   const b = await sbx.createCodeContext({ cwd: "/tmp" });
   await sbx.runCode("y = 'in a'", { context: a });
-  expect((await sbx.runCode("y", { context: a })).text).toBe("'in a'");
+  expect((await sbx.runCode("y", { context: a })).text).toBe("in a");
   const inB = await sbx.runCode("y", { context: b });
   expect(inB.error?.name).toBe("NameError");
-  expect((await sbx.runCode("import os; os.getcwd()", { context: b })).text).toBe("'/tmp'");
+  expect((await sbx.runCode("import os; os.getcwd()", { context: b })).text).toBe("/tmp");
   const ids = (await sbx.listCodeContexts()).map((x) => x.id);
   expect(ids).toEqual(expect.arrayContaining([a.id, b.id]));
   await sbx.restartCodeContext(a);
