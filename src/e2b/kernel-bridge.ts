@@ -15,10 +15,11 @@
  * service bounds the lines it reads: src/streams/lines.ts).
  */
 export const KERNEL_BRIDGE = String.raw`
-import json, queue, sys, threading
+import json, os, queue, sys, threading
 from jupyter_client.manager import KernelManager
 
 PIECE = 65536
+DEBIAN_MPLRC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
 # Set when the client of the run in progress went away: its output is read and dropped here.
 interrupted = threading.Event()
 
@@ -33,7 +34,14 @@ def out(obj):
     sys.stdout.flush()
 
 km = KernelManager(kernel_name="python3")
-km.start_kernel(cwd=sys.argv[1])
+env = dict(os.environ)
+# Debian's matplotlib reads /etc/matplotlibrc, which a sandbox (the host's /usr only) does
+# not have: without this import matplotlib fails ("Could not find matplotlibrc").
+if not os.path.exists("/etc/matplotlibrc") and os.path.exists(DEBIAN_MPLRC):
+    env.setdefault("MATPLOTLIBRC", DEBIAN_MPLRC)
+# Figures render inline as PNG results, as in E2B's kernels.
+env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+km.start_kernel(cwd=sys.argv[1], env=env)
 kc = km.client()
 kc.start_channels()
 kc.wait_for_ready(timeout=120)

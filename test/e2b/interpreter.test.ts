@@ -57,6 +57,15 @@ test("per-run envs hold for that run only; a variable set before comes back", as
   expect(res.status).toBe(400);
 }, 60_000);
 
+test("a matplotlib figure comes back as a PNG result", async () => {
+  const r = await sbx.runCode(["import matplotlib.pyplot as plt", "plt.plot([1, 2, 3], [1, 4, 9])", "plt.title('squares')", "plt.show()"].join("\n"), { timeoutMs: 120_000 });
+  expect(r.error).toBeUndefined();
+  const fig = r.results.find((x) => x.png);
+  expect(fig).toBeDefined();
+  expect(Buffer.from(fig!.png!, "base64").subarray(1, 4).toString()).toBe("PNG");
+  expect(fig!.text).toContain("Figure");
+}, 180_000);
+
 test("rich results: PNG, HTML and JSON", async () => {
   const png = await sbx.runCode(
     [
