@@ -55,9 +55,15 @@ export class Interpreter {
     if (path === "/execute" && method === "POST") return this.execute(ref, await this.json(request), request);
     if (path === "/contexts" && method === "POST") {
       const body = await this.json(request);
-      return Response.json(describe(await this.create(ref, lang(body.language), typeof body.cwd === "string" ? body.cwd : HOME)));
+      const language = lang(body.language);
+      // The default contexts come first, as on E2B where they exist from the sandbox's start.
+      await this.defaultContext(ref, "python");
+      return Response.json(describe(await this.create(ref, language, typeof body.cwd === "string" ? body.cwd : HOME)));
     }
-    if (path === "/contexts" && method === "GET") return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+    if (path === "/contexts" && method === "GET") {
+      await this.defaultContext(ref, "python");
+      return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+    }
     const m = /^\/contexts\/([A-Za-z0-9_-]{1,64})(\/restart)?$/.exec(path);
     if (m && method === "DELETE" && !m[2]) {
       const ctx = await this.find(ref, m[1]);
@@ -87,6 +93,15 @@ export class Interpreter {
     const ctx = this.contexts.get(ref.sandboxId)?.get(id);
     if (!ctx) throw new ApiError(404, `context ${id} not found`);
     return ctx;
+  }
+
+  /**
+   * A language's default context (id: the language's name), started on the first request
+   * that needs it: E2B starts its default kernels with the sandbox, here a sandbox that
+   * never runs code costs no kernel, and a client sees them the same way (listed, used).
+   */
+  private defaultContext(ref: SandboxRef, language: string): Promise<Context> {
+    return this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language);
   }
 
   private create(ref: SandboxRef, language: string, cwd: string, id = randomBytes(12).toString("hex")): Promise<Context> {
@@ -164,8 +179,7 @@ export class Interpreter {
     if (typeof body.context_id === "string") ctx = await this.find(ref, body.context_id);
     else {
       const language = lang(body.language);
-      // One default context per language, created on first use.
-      ctx = await (this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language));
+      ctx = await this.defaultContext(ref, language);
     }
     // Pull-based: output waits in the kernel's pipe while the client does not read, and
     // a client that goes away interrupts the run (boundedStream).
