@@ -34,6 +34,15 @@ def restore_env():
     _saved.clear()
 
 
+def _cell(pd, v):
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    # A missing value (NaN, NaT) is null: NaN is not JSON, and a line with it would not parse.
+    if v is pd.NaT or (isinstance(v, float) and v != v):
+        return None
+    return v
+
+
 class DataFormatter(BaseFormatter):
     format_type = Unicode("e2b/data")
     print_method = ObjectName("_repr_e2b_data_")
@@ -46,8 +55,7 @@ class DataFormatter(BaseFormatter):
             return super().__call__(obj)
         out = {}
         for column, values in obj.to_dict(orient="list").items():
-            out[str(column) if not isinstance(column, (str, int, float, bool)) else column] = [
-                v.isoformat() if isinstance(v, pd.Timestamp) else v for v in values]
+            out[str(column) if not isinstance(column, (str, int, float, bool)) else column] = [_cell(pd, v) for v in values]
         return out
 
 

@@ -84,6 +84,18 @@ test("a matplotlib figure comes back as a PNG result", async () => {
   expect(fig!.text).toContain("Figure");
 }, 180_000);
 
+test("a DataFrame's result has E2B's data: columns as lists, timestamps in ISO form", async () => {
+  const r = await sbx.runCode(["import pandas as pd", "pd.DataFrame({'a': [1, 2, 3], 'when': pd.to_datetime(['2024-01-01', '2024-01-02', '2024-01-03']), 's': ['x', 'y', 'z']})"].join("\n"), { timeoutMs: 120_000 });
+  expect(r.error).toBeUndefined();
+  const main = r.results.find((x) => x.isMainResult)!;
+  expect(main.data).toEqual({ a: [1, 2, 3], when: ["2024-01-01T00:00:00", "2024-01-02T00:00:00", "2024-01-03T00:00:00"], s: ["x", "y", "z"] });
+  expect(main.html).toContain("<table");
+  const missing = await sbx.runCode("pd.DataFrame({'n': [1.5, float('nan')]})");
+  expect(missing.results[0]?.data).toEqual({ n: [1.5, null] });
+  // Other results have no data.
+  expect((await sbx.runCode("1 + 1")).results[0]?.data).toBeUndefined();
+}, 180_000);
+
 test("rich results: PNG, HTML and JSON", async () => {
   const png = await sbx.runCode(
     [
