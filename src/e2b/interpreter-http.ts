@@ -24,6 +24,7 @@ const enc = new TextEncoder();
 
 interface Context {
   id: string;
+  sandbox: SandboxRef;
   language: string;
   cwd: string;
   bridge: SpawnedProcess;
@@ -77,6 +78,15 @@ export class Interpreter {
       return new Response(null, { status: 204 });
     }
     throw new ApiError(404, `no such code interpreter endpoint: ${method} ${path}`);
+  }
+
+  /** The sandbox still runs (a kill marks it stopped before its processes end). */
+  private async isRunning(ref: SandboxRef): Promise<boolean> {
+    try {
+      return (await this.sandboxes.get(ref.organizationId, ref.sandboxId)).status === "running";
+    } catch {
+      return false;
+    }
   }
 
   private async json(request: Request): Promise<Record<string, unknown>> {
@@ -133,9 +143,11 @@ export class Interpreter {
     if (first.done || !first.value.text.includes('"ready"')) {
       bridge.kill("SIGKILL");
       await Promise.race([drained, bridge.exited]);
+      // Killed while its kernel started: say so, rather than blame the host's packages.
+      if (!(await this.isRunning(ref))) throw sandboxGone(ref);
       throw new ApiError(502, `the Jupyter kernel did not start (python3-ipykernel and python3-jupyter-client must be installed on the host): ${tail.trim().split("\n").pop() ?? ""}`);
     }
-    return { id, language, cwd, bridge, lines, busy: Promise.resolve() };
+    return { id, sandbox: ref, language, cwd, bridge, lines, busy: Promise.resolve() };
   }
 
   /**
@@ -159,7 +171,7 @@ export class Interpreter {
       try {
         for (;;) {
           const r = await ctx.lines.next();
-          if (r.done) throw new ApiError(502, "the context's kernel stopped");
+          if (r.done) throw (await this.isRunning(ctx.sandbox)) ? new ApiError(502, "the context's kernel stopped") : sandboxGone(ctx.sandbox);
           if (r.value.text === END) return;
           if (!interrupted) await onLine(r.value);
         }
@@ -185,10 +197,20 @@ export class Interpreter {
     // a client that goes away interrupts the run (boundedStream).
     const stream = boundedStream((sink) => this.run(ctx, { code: body.code, env }, (line) => sink.write(enc.encode(`${outputLine(line)}\n`)), sink.signal), {
       signal: request.signal,
+      // The sandbox died under the run: the connection drops, as E2B's does with its
+      // sandbox, and the SDKs report "the sandbox was killed while the request was in progress".
+      drop: (e) => e instanceof SandboxGone,
       onError: (e) => enc.encode(`${errorLine("InterpreterError", e instanceof Error ? e.message : String(e))}\n`),
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
   }
+}
+
+/** The sandbox was killed while a request to its interpreter was in progress. */
+class SandboxGone extends ApiError {}
+
+function sandboxGone(ref: SandboxRef): SandboxGone {
+  return new SandboxGone(502, `The sandbox ${ref.sandboxId} was killed while the request was in progress`);
 }
 
 /** A kernel output line as sent; one past MAX_OUTPUT_LINE_BYTES becomes an error output (a cut JSON line would not parse). */

@@ -1,6 +1,7 @@
 // Database-independent: the code interpreter's kernel in a sandbox; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Sandbox } from "@e2b/code-interpreter";
+import { TimeoutError } from "e2b";
 import { type E2BContext, startE2B, stopE2B } from "./helpers";
 
 // The code interpreter through the official @e2b/code-interpreter SDK, with real
@@ -154,6 +155,48 @@ test("two contexts are isolated; contexts can be listed, restarted and removed",
   await sbx.removeCodeContext(b);
   expect((await sbx.listCodeContexts()).map((x) => x.id)).not.toContain(b.id);
   await expect(sbx.runCode("1", { context: b })).rejects.toThrow();
+}, 240_000);
+
+test("a sandbox killed during runCode is reported as killed, not as missing packages", async () => {
+  const doomed = await Sandbox.create(c.opts);
+  try {
+    await doomed.runCode("1");
+    let killed: Promise<unknown> | undefined;
+    const run = doomed.runCode("import time\nprint('started', flush=True)\ntime.sleep(300)", {
+      timeoutMs: 300_000,
+      onStdout: () => {
+        killed ??= doomed.kill();
+      },
+    });
+    const err = await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await killed;
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect(String(err)).toMatch(/sandbox was killed while the request was in progress/);
+  } finally {
+    await doomed.kill().catch(() => {});
+  }
+}, 240_000);
+
+test("a sandbox killed while its kernel starts is reported as killed", async () => {
+  const doomed = await Sandbox.create(c.opts);
+  try {
+    const run = doomed.runCode("1").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await Bun.sleep(300);
+    await doomed.kill();
+    const err = await run;
+    expect(String(err)).not.toContain("must be installed");
+    // The SDK's TimeoutError (from its own copy of the e2b package, hence by name).
+    expect((err as Error).name).toBe("TimeoutError");
+    expect(String(err)).toMatch(/was killed while the request was in progress/);
+  } finally {
+    await doomed.kill().catch(() => {});
+  }
 }, 240_000);
 
 test("without the sandbox's token the interpreter refuses", async () => {
