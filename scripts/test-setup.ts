@@ -26,6 +26,8 @@ const NEEDS: Need[] = [
   { packages: ["util-linux"], present: () => ["nsenter", "setpriv", "prlimit"].every((c) => Bun.which(c)) },
   // The code interpreter's kernel, run with the system python inside sandboxes.
   { packages: ["python3-ipykernel", "python3-jupyter-client"], present: pythonHas("ipykernel, jupyter_client") },
+  // What E2B's interpreter has besides: charts (matplotlib) and DataFrame results (pandas).
+  { packages: ["python3-matplotlib", "python3-pandas"], present: pythonHas("matplotlib, pandas") },
   // Sandbox networks: a namespace per sandbox, its userspace stack and its policy; test hosts.
   { packages: ["iproute2"], present: has("ip") },
   { packages: ["passt"], present: has("pasta") },

@@ -7,6 +7,7 @@ import { boundedStream } from "../streams/bounded";
 import { type Line, lines as readLines } from "../streams/lines";
 import type { SandboxRef } from "./context";
 import { KERNEL_BRIDGE } from "./kernel-bridge";
+import { KERNEL_STARTUP } from "./kernel-startup";
 
 /** Templates whose sandboxes run the code interpreter (the shipped one and E2B's name for it). */
 const INTERPRETER_TEMPLATES = new Set(["code_interpreter"]);
@@ -23,6 +24,7 @@ const enc = new TextEncoder();
 
 interface Context {
   id: string;
+  sandbox: SandboxRef;
   language: string;
   cwd: string;
   bridge: SpawnedProcess;
@@ -54,9 +56,15 @@ export class Interpreter {
     if (path === "/execute" && method === "POST") return this.execute(ref, await this.json(request), request);
     if (path === "/contexts" && method === "POST") {
       const body = await this.json(request);
-      return Response.json(describe(await this.create(ref, lang(body.language), typeof body.cwd === "string" ? body.cwd : HOME)));
+      const language = lang(body.language);
+      // The default contexts come first, as on E2B where they exist from the sandbox's start.
+      await this.defaultContext(ref, "python");
+      return Response.json(describe(await this.create(ref, language, typeof body.cwd === "string" ? body.cwd : HOME)));
     }
-    if (path === "/contexts" && method === "GET") return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+    if (path === "/contexts" && method === "GET") {
+      await this.defaultContext(ref, "python");
+      return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+    }
     const m = /^\/contexts\/([A-Za-z0-9_-]{1,64})(\/restart)?$/.exec(path);
     if (m && method === "DELETE" && !m[2]) {
       const ctx = await this.find(ref, m[1]);
@@ -70,6 +78,15 @@ export class Interpreter {
       return new Response(null, { status: 204 });
     }
     throw new ApiError(404, `no such code interpreter endpoint: ${method} ${path}`);
+  }
+
+  /** The sandbox still runs (a kill marks it stopped before its processes end). */
+  private async isRunning(ref: SandboxRef): Promise<boolean> {
+    try {
+      return (await this.sandboxes.get(ref.organizationId, ref.sandboxId)).status === "running";
+    } catch {
+      return false;
+    }
   }
 
   private async json(request: Request): Promise<Record<string, unknown>> {
@@ -88,6 +105,15 @@ export class Interpreter {
     return ctx;
   }
 
+  /**
+   * A language's default context (id: the language's name), started on the first request
+   * that needs it: E2B starts its default kernels with the sandbox, here a sandbox that
+   * never runs code costs no kernel, and a client sees them the same way (listed, used).
+   */
+  private defaultContext(ref: SandboxRef, language: string): Promise<Context> {
+    return this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language);
+  }
+
   private create(ref: SandboxRef, language: string, cwd: string, id = randomBytes(12).toString("hex")): Promise<Context> {
     let byId = this.contexts.get(ref.sandboxId);
     if (!byId) this.contexts.set(ref.sandboxId, (byId = new Map()));
@@ -100,7 +126,7 @@ export class Interpreter {
   }
 
   private async start(ref: SandboxRef, id: string, language: string, cwd: string): Promise<Context> {
-    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd], env: {}, cwd });
+    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd, KERNEL_STARTUP], env: {}, cwd });
     const lines = readLines(bridge.stdout, { maxBytes: MAX_OUTPUT_LINE_BYTES });
     // The kernel logs to stderr: drained (a full pipe would stall it), the tail kept for errors.
     let tail = "";
@@ -117,9 +143,11 @@ export class Interpreter {
     if (first.done || !first.value.text.includes('"ready"')) {
       bridge.kill("SIGKILL");
       await Promise.race([drained, bridge.exited]);
+      // Killed while its kernel started: say so, rather than blame the host's packages.
+      if (!(await this.isRunning(ref))) throw sandboxGone(ref);
       throw new ApiError(502, `the Jupyter kernel did not start (python3-ipykernel and python3-jupyter-client must be installed on the host): ${tail.trim().split("\n").pop() ?? ""}`);
     }
-    return { id, language, cwd, bridge, lines, busy: Promise.resolve() };
+    return { id, sandbox: ref, language, cwd, bridge, lines, busy: Promise.resolve() };
   }
 
   /**
@@ -143,7 +171,7 @@ export class Interpreter {
       try {
         for (;;) {
           const r = await ctx.lines.next();
-          if (r.done) throw new ApiError(502, "the context's kernel stopped");
+          if (r.done) throw (await this.isRunning(ctx.sandbox)) ? new ApiError(502, "the context's kernel stopped") : sandboxGone(ctx.sandbox);
           if (r.value.text === END) return;
           if (!interrupted) await onLine(r.value);
         }
@@ -158,28 +186,44 @@ export class Interpreter {
   private async execute(ref: SandboxRef, body: Record<string, unknown>, request: Request): Promise<Response> {
     if (typeof body.code !== "string") throw new ApiError(400, "code is required (a string)");
     if (body.context_id !== undefined && body.context_id !== null && body.language !== undefined && body.language !== null) throw new ApiError(400, "give context_id or language, not both");
-    const env = body.env_vars && typeof body.env_vars === "object" ? body.env_vars : undefined;
+    const env = envVars(body.env_vars);
     let ctx: Context;
     if (typeof body.context_id === "string") ctx = await this.find(ref, body.context_id);
     else {
       const language = lang(body.language);
-      // One default context per language, created on first use.
-      ctx = await (this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language));
+      ctx = await this.defaultContext(ref, language);
     }
     // Pull-based: output waits in the kernel's pipe while the client does not read, and
     // a client that goes away interrupts the run (boundedStream).
     const stream = boundedStream((sink) => this.run(ctx, { code: body.code, env }, (line) => sink.write(enc.encode(`${outputLine(line)}\n`)), sink.signal), {
       signal: request.signal,
+      // The sandbox died under the run: the connection drops, as E2B's does with its
+      // sandbox, and the SDKs report "the sandbox was killed while the request was in progress".
+      drop: (e) => e instanceof SandboxGone,
       onError: (e) => enc.encode(`${errorLine("InterpreterError", e instanceof Error ? e.message : String(e))}\n`),
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
   }
 }
 
+/** The sandbox was killed while a request to its interpreter was in progress. */
+class SandboxGone extends ApiError {}
+
+function sandboxGone(ref: SandboxRef): SandboxGone {
+  return new SandboxGone(502, `The sandbox ${ref.sandboxId} was killed while the request was in progress`);
+}
+
 /** A kernel output line as sent; one past MAX_OUTPUT_LINE_BYTES becomes an error output (a cut JSON line would not parse). */
 function outputLine(line: Line): string {
   if (!line.cut) return line.text;
   return errorLine("OutputTooLarge", `an output of ${MAX_OUTPUT_LINE_BYTES + line.cut} bytes is larger than the ${MAX_OUTPUT_LINE_BYTES} bytes one output may have; it was dropped`);
+}
+
+/** Per-run variables: an object of strings (E2B's server refuses anything else too). */
+function envVars(v: unknown): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v) || Object.values(v).some((x) => typeof x !== "string")) throw new ApiError(400, "env_vars must be an object of strings");
+  return v as Record<string, string>;
 }
 
 function errorLine(name: string, value: string): string {

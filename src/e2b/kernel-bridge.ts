@@ -6,32 +6,59 @@
  * `{"interrupt": true}` at any time (read by a thread of its own, so it reaches a run in
  * progress: the client went away). Out: the code interpreter's own line types (stdout,
  * stderr, result, error, number_of_executions), then `{"type": "end_of_execution"}` per
- * request; `ready` once the kernel answers. Stream text goes out in pieces of at most
+ * request; `ready` once the kernel answers. Results are shaped as E2B's server shapes them:
+ * text/plain without the quotes of a string's repr, E2B's own MIME types (`e2b/data`,
+ * `e2b/chart`) under their names, any other MIME type under `extra`. Per-run `env` is
+ * set before the run and undone after it (kernel-startup.ts, loaded into each kernel at
+ * start and restart from argv[2]). Stream text goes out in pieces of at most
  * 64 KiB characters, so one long printed line stays many short output lines (the
  * service bounds the lines it reads: src/streams/lines.ts).
  */
 export const KERNEL_BRIDGE = String.raw`
-import json, queue, sys, threading
+import json, os, queue, sys, threading
 from jupyter_client.manager import KernelManager
 
 PIECE = 65536
+DEBIAN_MPLRC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
 # Set when the client of the run in progress went away: its output is read and dropped here.
 interrupted = threading.Event()
 
 MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
         "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf", "text/latex": "latex",
-        "application/json": "json", "application/javascript": "javascript"}
+        "application/json": "json", "application/javascript": "javascript",
+        "e2b/data": "data", "e2b/chart": "chart"}
+STARTUP = "exec(%r, __import__('sys').modules.setdefault('_e2b', __import__('types').ModuleType('_e2b')).__dict__)" % sys.argv[2]
 
 def out(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 
 km = KernelManager(kernel_name="python3")
-km.start_kernel(cwd=sys.argv[1])
+env = dict(os.environ)
+# Debian's matplotlib reads /etc/matplotlibrc, which a sandbox (the host's /usr only) does
+# not have: without this import matplotlib fails ("Could not find matplotlibrc").
+if not os.path.exists("/etc/matplotlibrc") and os.path.exists(DEBIAN_MPLRC):
+    env.setdefault("MATPLOTLIBRC", DEBIAN_MPLRC)
+# Figures render inline as PNG results, as in E2B's kernels.
+env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+km.start_kernel(cwd=sys.argv[1], env=env)
 kc = km.client()
 kc.start_channels()
 kc.wait_for_ready(timeout=120)
-out({"type": "ready"})
+
+def result(kind, data):
+    r = {"type": "result", "is_main_result": kind == "execute_result"}
+    extra = {}
+    for mime, value in data.items():
+        if mime == "text/plain" and len(value) > 0 and value[0] in "'\"" and value[-1] == value[0]:
+            # E2B gives a string's text, not its repr: 'bar' -> bar.
+            value = value[1:-1]
+        if mime in MIME:
+            r[MIME[mime]] = value
+        else:
+            extra[mime] = value
+    r["extra"] = extra
+    return r
 
 def run(code, silent=False):
     msg_id = kc.execute(code, silent=silent, store_history=not silent, allow_stdin=False)
@@ -47,10 +74,7 @@ def run(code, silent=False):
             for i in range(0, max(len(text), 1), PIECE):
                 out({"type": c["name"], "text": text[i:i + PIECE]})
         elif kind in ("execute_result", "display_data"):
-            r = {"type": "result", "is_main_result": kind == "execute_result"}
-            for mime, value in c["data"].items():
-                r[MIME.get(mime, mime)] = value
-            out(r)
+            out(result(kind, c["data"]))
         elif kind == "error":
             out({"type": "error", "name": c["ename"], "value": c["evalue"], "traceback": "\n".join(c["traceback"])})
         elif kind == "execute_input":
@@ -71,6 +95,8 @@ def read_requests():
     requests.put(None)
 
 threading.Thread(target=read_requests, daemon=True).start()
+run(STARTUP, silent=True)
+out({"type": "ready"})
 
 while True:
     req = requests.get()
@@ -80,10 +106,13 @@ while True:
     if req.get("restart"):
         km.restart_kernel()
         kc.wait_for_ready(timeout=120)
+        run(STARTUP, silent=True)
     else:
         env = req.get("env") or {}
         if env:
-            run("import os as __os; __os.environ.update(" + json.dumps(env) + "); del __os", silent=True)
+            run("__import__('_e2b').set_env(" + json.dumps(env) + ")", silent=True)
         run(req["code"])
+        if env:
+            run("__import__('_e2b').restore_env()", silent=True)
     out({"type": "end_of_execution"})
 `;

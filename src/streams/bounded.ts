@@ -25,6 +25,12 @@ export interface BoundedOptions {
   highWaterMark?: number;
   /** The last chunk to send when the producer throws (the stream then ends normally). */
   onError?: (err: unknown) => Uint8Array | undefined;
+  /**
+   * True for a producer error that should drop the connection rather than end the stream
+   * with `onError`'s chunk: the client then sees what it would see from the real thing
+   * (E2B's server dies with its sandbox, and its SDKs report a dropped connection so).
+   */
+  drop?: (err: unknown) => boolean;
   /** Another sign that the client went away (the request's own signal). */
   signal?: AbortSignal;
 }
@@ -77,6 +83,17 @@ export function boundedStream(produce: (sink: BoundedSink) => Promise<void>, opt
             .then(
             () => end(),
             (e) => {
+              if (opts.drop?.(e) && open) {
+                open = false;
+                opts.signal?.removeEventListener("abort", cancel);
+                try {
+                  controller.error(e);
+                } catch {
+                  // Cancelled in between: nothing to drop.
+                }
+                wake();
+                return;
+              }
               let last: Uint8Array | undefined;
               try {
                 last = opts.onError?.(e);
