@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { gzipSync } from "node:zlib";
+import { Sandbox } from "e2b";
+import { type E2BContext, startE2B, stopE2B } from "./helpers";
+
+// envd's behaviour where the SDKs' own tests pin it down, through the official SDK.
+let c: E2BContext;
+let sbx: Sandbox;
+
+beforeAll(async () => {
+  c = await startE2B();
+  sbx = await Sandbox.create("base", c.opts);
+}, 240_000);
+
+afterAll(() => stopE2B(c));
+
+function envd(path: string, init: { method?: string; body?: Uint8Array | string; headers?: Record<string, string> }) {
+  const token = (sbx as unknown as { envdAccessToken: string }).envdAccessToken;
+  return c.svc.fetch(`/e2b/sandbox${path}`, { method: init.method ?? "POST", body: init.body, headers: { "e2b-sandbox-id": sbx.sandboxId, "x-access-token": token, ...init.headers } });
+}
+
+test("gzip content encoding: uploads are stored decompressed, downloads sent compressed on request", async () => {
+  const info = await sbx.files.write("gz.txt", "written with gzip", { gzip: true });
+  expect(info).toMatchObject({ name: "gz.txt", type: "file", path: "/home/user/gz.txt" });
+  expect(await sbx.files.read("gz.txt")).toBe("written with gzip");
+  expect(await sbx.files.read("gz.txt", { gzip: true })).toBe("written with gzip");
+  expect(new TextDecoder().decode(await sbx.files.read("gz.txt", { format: "bytes", gzip: true }))).toBe("written with gzip");
+  const many = await sbx.files.writeFiles(
+    [1, 2, 3].map((i) => ({ path: `gz_${i}.txt`, data: `file ${i}` })),
+    { gzip: true },
+  );
+  expect(many).toHaveLength(3);
+  for (const i of [1, 2, 3]) expect(await sbx.files.read(`gz_${i}.txt`)).toBe(`file ${i}`);
+
+  // On the wire: the download is gzip when asked for, plain otherwise.
+  const raw = await envd("/files?path=gz.txt", { method: "GET", headers: { "accept-encoding": "gzip" } });
+  expect(raw.headers.get("content-encoding")).toBe("gzip");
+  expect(await raw.text()).toBe("written with gzip");
+  const refused = await envd("/files?path=gz.txt", { method: "GET", headers: { "accept-encoding": "br, identity;q=0" } });
+  expect(refused.status).toBe(406);
+}, 60_000);
+
+test("gzip uploads: a bomb stops at the body limit, bad codings and bad gzip are the client's error", async () => {
+  // 64 MB of zeros is ~64 KB compressed: the decompressed size passes the 10 MB limit.
+  const bomb = gzipSync(new Uint8Array(64 * 1024 * 1024));
+  expect(bomb.byteLength).toBeLessThan(1024 * 1024);
+  const octet = { "content-type": "application/octet-stream" };
+  const res = await envd("/files?path=bomb.bin", { body: bomb, headers: { ...octet, "content-encoding": "gzip" } });
+  expect(res.status).toBe(413);
+  expect(await sbx.files.exists("bomb.bin")).toBe(false);
+  const notGzip = await envd("/files?path=bad.bin", { body: new TextEncoder().encode("plain text"), headers: { ...octet, "content-encoding": "gzip" } });
+  expect(notGzip.status).toBe(400);
+  const br = await envd("/files?path=bad.bin", { body: new Uint8Array(4), headers: { ...octet, "content-encoding": "br" } });
+  expect(br.status).toBe(400);
+  expect((await br.json()).message).toContain("Content-Encoding");
+  // A gzip multipart body: envd undoes the coding before reading the parts.
+  const form = new FormData();
+  form.append("file", new Blob(["in a form"]), "form.txt");
+  const formReq = new Request("http://x/", { method: "POST", body: form });
+  const type = formReq.headers.get("content-type")!;
+  const body = gzipSync(new Uint8Array(await formReq.arrayBuffer()));
+  const ok = await envd("/files", { body, headers: { "content-type": type, "content-encoding": "gzip" } });
+  expect(ok.status, await ok.clone().text()).toBe(200);
+  expect(await sbx.files.read("form.txt")).toBe("in a form");
+}, 60_000);
