@@ -63,3 +63,29 @@ test("gzip uploads: a bomb stops at the body limit, bad codings and bad gzip are
   expect(ok.status, await ok.clone().text()).toBe(200);
   expect(await sbx.files.read("form.txt")).toBe("in a form");
 }, 60_000);
+
+test("ListDir in envd's order, symlinks resolved to absolute targets, removing a missing path succeeds", async () => {
+  // Names chosen so that bytewise order, find's order and a depth-first walk all differ.
+  await sbx.commands.run(
+    "mkdir -p tree/b/z tree/b/a tree/B tree/a.d && touch tree/b/a/f tree/c tree/a tree/b/y tree/a.d/x && " +
+      "ln -s c tree/link && ln -s .. tree/b/up && ln -s missing tree/broken && ln -s tree alias",
+  );
+  const names = (await sbx.files.list("alias", { depth: 3 })).map((e) => e.path.slice("/home/user/alias/".length));
+  // The broken link is sent without a type, which the SDK leaves out of lists (as with envd).
+  expect(names).toEqual(["B", "a", "a.d", "a.d/x", "b", "b/a", "b/a/f", "b/up", "b/y", "b/z", "c", "link"]);
+
+  const entries = new Map((await sbx.files.list("tree")).map((e) => [e.name, e]));
+  // A link's target fully resolved, its type and mode the target's, its permissions Go's ("L...").
+  expect(entries.get("link")).toMatchObject({ type: "file", symlinkTarget: "/home/user/tree/c", mode: 0o644, permissions: "Lrwxrwxrwx" });
+  // A broken link: envd falls back to the link's own path and no type.
+  const broken = await sbx.files.getInfo("tree/broken");
+  expect(broken.symlinkTarget).toBe("/home/user/tree/broken");
+  expect(broken.type).toBeUndefined();
+  expect(entries.get("c")?.symlinkTarget).toBeUndefined();
+  const up = await sbx.files.getInfo("tree/b/up");
+  expect(up).toMatchObject({ type: "dir", symlinkTarget: "/home/user/tree", mode: 0o755 });
+
+  await sbx.files.remove("never-existed.txt");
+  await sbx.files.remove("tree/broken");
+  expect(await sbx.files.exists("tree/broken")).toBe(false);
+}, 60_000);
