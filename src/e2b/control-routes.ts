@@ -221,11 +221,13 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     )
     .get(
       "/sandboxes/:id/metrics",
-      async ({ auth, params }) => {
+      async ({ auth, params, query }) => {
+        const start = unixSeconds(query.start, "start");
+        const end = unixSeconds(query.end, "end");
+        if (start !== undefined && end !== undefined && start > end) throw new ApiError(400, "start must not be after end");
         const row = await live(auth.organizationId, params.id);
         if (row.status !== "running") return [];
-        const m = await metrics.sample(row);
-        return m ? [m] : [];
+        return metrics.range(row, start, end);
       },
       { query: t.Object({ start: t.Optional(t.String()), end: t.Optional(t.String()) }), detail: hide },
     );
@@ -239,6 +241,13 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     set.status = row.status === "paused" ? 201 : 200;
     return created(after);
   }
+}
+
+/** A metrics window bound: Unix seconds, as E2B's API takes them. */
+function unixSeconds(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!/^[0-9]{1,12}$/.test(value)) throw new ApiError(400, `${name} must be a Unix timestamp in seconds`);
+  return Number(value);
 }
 
 /**

@@ -89,3 +89,25 @@ test("ListDir in envd's order, symlinks resolved to absolute targets, removing a
   await sbx.files.remove("tree/broken");
   expect(await sbx.files.exists("tree/broken")).toBe(false);
 }, 60_000);
+
+test("metrics honour start and end", async () => {
+  const start = new Date();
+  const first = await sbx.getMetrics({ start, end: new Date(Date.now() + 60_000) });
+  expect(first).toHaveLength(1);
+  await Bun.sleep(1100);
+  const both = await sbx.getMetrics({ start, end: new Date(Date.now() + 60_000) });
+  expect(both).toHaveLength(2);
+  // Only the second sample: a window that starts after the first one.
+  const later = await sbx.getMetrics({ start: new Date(both[1].timestamp.getTime()), end: new Date(Date.now() + 60_000) });
+  expect(later.every((m) => m.timestamp.getTime() >= Math.floor(both[1].timestamp.getTime() / 1000) * 1000)).toBe(true);
+  expect(later.length).toBeLessThan(both.length + 1);
+  // A window from before the sandbox existed is empty.
+  expect(await sbx.getMetrics({ start: new Date(start.getTime() - 3_600_000), end: new Date(start.getTime() - 1_800_000) })).toHaveLength(0);
+  // Without a window: everything since the sandbox started, the newest last.
+  const all = await sbx.getMetrics();
+  expect(all.length).toBeGreaterThanOrEqual(3);
+  expect(all.at(-1)!.timestamp.getTime()).toBeGreaterThanOrEqual(both[1].timestamp.getTime());
+  const res = await c.svc.fetch(`/e2b/sandboxes/${sbx.sandboxId}/metrics?start=20&end=10`, { headers: { "x-api-key": c.key } });
+  expect(res.status).toBe(400);
+  expect((await c.svc.fetch(`/e2b/sandboxes/${sbx.sandboxId}/metrics?start=yesterday`, { headers: { "x-api-key": c.key } })).status).toBe(400);
+}, 60_000);
