@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { Sandbox } from "e2b";
+import { CommandExitError, Sandbox, TimeoutError } from "e2b";
 import { type E2BContext, startE2B, stopE2B } from "./helpers";
 
 // envd's behaviour where the SDKs' own tests pin it down, through the official SDK.
@@ -110,4 +110,22 @@ test("metrics honour start and end", async () => {
   const res = await c.svc.fetch(`/e2b/sandboxes/${sbx.sandboxId}/metrics?start=20&end=10`, { headers: { "x-api-key": c.key } });
   expect(res.status).toBe(400);
   expect((await c.svc.fetch(`/e2b/sandboxes/${sbx.sandboxId}/metrics?start=yesterday`, { headers: { "x-api-key": c.key } })).status).toBe(400);
+}, 60_000);
+
+test("a sandbox killed during a command: the stream drops and the SDK reports the sandbox gone, not an exit code", async () => {
+  const doomed = await Sandbox.create("base", c.opts);
+  const cmd = await doomed.commands.run("sleep 60", { background: true });
+  const watched = await doomed.commands.connect(cmd.pid);
+  await doomed.kill();
+  for (const handle of [cmd, watched]) {
+    const err = await handle.wait().catch((e) => e);
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect(err.message).toContain("sandbox was killed or reached its end of life");
+  }
+  // A command that is itself killed still ends with its exit code.
+  const own = await sbx.commands.run("sleep 60", { background: true });
+  await sbx.commands.kill(own.pid);
+  const err = await own.wait().catch((e) => e);
+  expect(err).toBeInstanceOf(CommandExitError);
+  expect(err.exitCode).toBe(137);
 }, 60_000);
