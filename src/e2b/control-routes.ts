@@ -182,8 +182,14 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     )
     .post(
       "/sandboxes/:id/pause",
-      async ({ auth, params, set }) => {
+      async ({ auth, params, body, set }) => {
         await live(auth.organizationId, params.id);
+        // E2B's `memory: false` (the SDK's keepMemory: false) asks for a filesystem-only pause
+        // whose resume cold-boots the sandbox. Pausing here always keeps memory, so doing that
+        // silently would resume processes the caller expects gone: refused instead.
+        const memory = (body as { memory?: unknown } | null | undefined)?.memory;
+        if (memory !== undefined && memory !== null && typeof memory !== "boolean") throw new ApiError(400, "memory must be a boolean");
+        if (memory === false) throw new ApiError(400, "pause with keepMemory: false (a filesystem-only pause that reboots on resume) is not supported: pauses here keep memory; omit keepMemory, or kill the sandbox");
         await sandboxes.pause(auth.organizationId, params.id);
         set.status = 204;
         return null;
