@@ -29,14 +29,16 @@ export class MetricsSampler {
     const to = end ?? Number.POSITIVE_INFINITY;
     if (from > to) return [];
     const kept = this.history.get(row.id) ?? [];
-    if (to >= Math.floor(Date.now() / 1000)) {
+    if (to * 1000 + 500 > Date.now()) {
       const m = await this.sample(row);
       if (m) {
         if (this.history.size > TRACKED) this.history.clear();
         this.history.set(row.id, [...kept, m].slice(-HISTORY));
       }
     }
-    return (this.history.get(row.id) ?? []).filter((m) => m.timestampUnix >= from && m.timestampUnix <= to);
+    // The bounds are whole seconds the SDKs round to (Math.round): each stands for the half second around it.
+    const [lo, hi] = [from * 1000 - 500, to * 1000 + 500];
+    return (this.history.get(row.id) ?? []).filter((m) => Date.parse(m.timestamp) >= lo && Date.parse(m.timestamp) < hi);
   }
 
   async sample(row: SandboxRow) {

@@ -138,3 +138,13 @@ test("pause({ keepMemory: false }) is refused, not silently turned into a pause 
   const bad = await c.svc.fetch(`/e2b/sandboxes/${sbx.sandboxId}/pause`, { method: "POST", headers: { "x-api-key": c.key, "content-type": "application/json" }, body: JSON.stringify({ memory: "no" }) });
   expect(bad.status).toBe(400);
 }, 60_000);
+
+test("an e2b_ alias of our key (the shape older SDKs insist on) is the same key", async () => {
+  expect(c.key).toMatch(/^sk-[0-9a-f]{64}$/);
+  const alias = `e2b_${c.key.slice(3)}`;
+  const opts = { ...c.opts, apiKey: alias };
+  const listed = await Sandbox.list(opts).nextItems();
+  expect(listed.map((s) => s.sandboxId)).toContain(sbx.sandboxId);
+  const wrong = await c.svc.fetch("/e2b/sandboxes", { headers: { "x-api-key": `e2b_${"0".repeat(64)}` } });
+  expect(wrong.status).toBe(401);
+}, 60_000);
