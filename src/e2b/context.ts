@@ -9,6 +9,13 @@ export interface SandboxRef {
 
 export const SANDBOX = createContextKey<SandboxRef | undefined>(undefined, { description: "authenticated sandbox" });
 
+/**
+ * Drops a streaming response's connection without an end message: what an E2B client
+ * sees when the sandbox (envd with it) dies mid-stream, and what the SDKs read as
+ * "the sandbox was killed" after their health probe. Set by the router per request.
+ */
+export const DROP_STREAM = createContextKey<(() => void) | undefined>(undefined, { description: "drop this request's stream" });
+
 export function sandboxOf(ctx: HandlerContext): SandboxRef {
   const ref = ctx.values.get(SANDBOX);
   if (!ref) throw new ConnectError("no sandbox for this request", Code.Unauthenticated);

@@ -182,8 +182,14 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     )
     .post(
       "/sandboxes/:id/pause",
-      async ({ auth, params, set }) => {
+      async ({ auth, params, body, set }) => {
         await live(auth.organizationId, params.id);
+        // E2B's `memory: false` (the SDK's keepMemory: false) asks for a filesystem-only pause
+        // whose resume cold-boots the sandbox. Pausing here always keeps memory, so doing that
+        // silently would resume processes the caller expects gone: refused instead.
+        const memory = (body as { memory?: unknown } | null | undefined)?.memory;
+        if (memory !== undefined && memory !== null && typeof memory !== "boolean") throw new ApiError(400, "memory must be a boolean");
+        if (memory === false) throw new ApiError(400, "pause with keepMemory: false (a filesystem-only pause that reboots on resume) is not supported: pauses here keep memory; omit keepMemory, or kill the sandbox");
         await sandboxes.pause(auth.organizationId, params.id);
         set.status = 204;
         return null;
@@ -221,11 +227,13 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     )
     .get(
       "/sandboxes/:id/metrics",
-      async ({ auth, params }) => {
+      async ({ auth, params, query }) => {
+        const start = unixSeconds(query.start, "start");
+        const end = unixSeconds(query.end, "end");
+        if (start !== undefined && end !== undefined && start > end) throw new ApiError(400, "start must not be after end");
         const row = await live(auth.organizationId, params.id);
         if (row.status !== "running") return [];
-        const m = await metrics.sample(row);
-        return m ? [m] : [];
+        return metrics.range(row, start, end);
       },
       { query: t.Object({ start: t.Optional(t.String()), end: t.Optional(t.String()) }), detail: hide },
     );
@@ -239,6 +247,13 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     set.status = row.status === "paused" ? 201 : 200;
     return created(after);
   }
+}
+
+/** A metrics window bound: Unix seconds, as E2B's API takes them. */
+function unixSeconds(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!/^[0-9]{1,12}$/.test(value)) throw new ApiError(400, `${name} must be a Unix timestamp in seconds`);
+  return Number(value);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Logger } from "../log";
 import type { SandboxNetworks } from "../sandboxes/network-service";
 import type { SandboxService } from "../sandboxes/service";
 import type { AccessTokens } from "./access-token";
-import { apiErrors, SANDBOX, type SandboxRef } from "./context";
+import { apiErrors, DROP_STREAM, SANDBOX, type SandboxRef } from "./context";
 import { filesHttp } from "./files-http";
 import { filesystemService } from "./filesystem-service";
 import { Watchers } from "./fs-watch";
@@ -22,6 +22,9 @@ import type { ProcessTable } from "./processes";
 /** envd's port and the code interpreter's, as the SDKs send them in `E2b-Sandbox-Port`. */
 export const ENVD_PORT = "49983";
 export const INTERPRETER_PORT = "49999";
+
+/** The streams that end with a process, and so drop when its sandbox dies (process-service.ts). */
+const DROPPABLE = new Set(["/process.Process/Start", "/process.Process/Connect"]);
 
 export interface DataPlaneDeps {
   sandboxes: SandboxService;
@@ -98,8 +101,10 @@ export class DataPlane {
       const refused = unsupportedEncoding(request);
       if (refused) return refused;
       const ureq = universalServerRequestFromFetch(request, {});
-      ureq.contextValues = createContextValues().set(SANDBOX, ref);
-      return universalServerResponseToFetch(await rpcHandler(ureq));
+      const drop = dropSwitch();
+      ureq.contextValues = createContextValues().set(SANDBOX, ref).set(DROP_STREAM, drop.trigger);
+      const res = universalServerResponseToFetch(await rpcHandler(ureq));
+      return DROPPABLE.has(path) ? drop.wrap(res) : res;
     }
     if (path === "/health") {
       // The SDK asks after a dropped connection whether the sandbox still runs: 502 means no.
@@ -171,6 +176,37 @@ function unsupportedEncoding(request: Request): Response | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * A response whose connection can be dropped mid-body (DROP_STREAM): once triggered,
+ * nothing more is sent, not even what the handler writes after (Connect's end message),
+ * and the body errors, which closes the connection without a terminating chunk.
+ */
+function dropSwitch() {
+  let dropped = false;
+  let wake: (() => void) | undefined;
+  const trigger = () => {
+    dropped = true;
+    wake?.();
+  };
+  const wrap = (res: Response): Response => {
+    if (!res.body) return res;
+    const reader = res.body.getReader();
+    const gone = new Promise<void>((r) => (wake = r));
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = await Promise.race([reader.read(), gone.then(() => undefined)]);
+        // Errored without a reason: Bun then closes the socket without logging one.
+        if (dropped || !next) return void (reader.cancel().catch(() => {}), controller.error());
+        if (next.done) return controller.close();
+        controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+  return { trigger, wrap };
 }
 
 function unauthorizedMessage(sandboxId: string, envd: boolean): string {

@@ -1,6 +1,7 @@
 import { posix } from "node:path";
 import { readBodyBytes } from "../http/body";
 import { ApiError } from "../http/errors";
+import { downloadEncoding, gunzipBounded, uploadEncoding } from "./content-encoding";
 import type { SandboxService } from "../sandboxes/service";
 import type { SandboxRef } from "./context";
 
@@ -12,17 +13,25 @@ const HOME = "/home/user";
  * envd's plain HTTP file transfer: `GET /files?path=` downloads, `POST /files?path=`
  * uploads (multipart `file` parts, or a raw application/octet-stream body). `username`
  * is accepted and ignored: every process of a sandbox runs as its one user. Uploads
- * count against the service's request body limit.
+ * count against the service's request body limit, before and after a gzip
+ * Content-Encoding is undone (content-encoding.ts).
  */
 export async function filesHttp(request: Request, url: URL, ref: SandboxRef, sandboxes: SandboxService, bodyLimit: number): Promise<Response> {
   const path = url.searchParams.get("path");
   if (request.method === "GET") {
     if (!path) throw new ApiError(400, "query parameter 'path' is required");
+    const encoding = downloadEncoding(request);
+    if (!encoding) throw new ApiError(406, "no acceptable Accept-Encoding: gzip and identity are served");
     const data = await sandboxes.readFileBytes(ref.organizationId, ref.sandboxId, absolute(path), MAX_DOWNLOAD_BYTES);
-    return new Response(data, { headers: { "content-type": "application/octet-stream", "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(posix.basename(path))}` } });
+    const headers: Record<string, string> = { "content-type": "application/octet-stream", "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(posix.basename(path))}`, vary: "Accept-Encoding" };
+    if (encoding === "identity") return new Response(data, { headers });
+    return new Response(Bun.gzipSync(data as Uint8Array<ArrayBuffer>), { headers: { ...headers, "content-encoding": "gzip" } });
   }
   if (request.method !== "POST") throw new ApiError(405, "use GET to download or POST to upload");
-  const bytes = await readBodyBytes(request, bodyLimit);
+  const encoding = uploadEncoding(request);
+  const raw = await readBodyBytes(request, bodyLimit);
+  // Stored as sent before the coding: decompressed under the same limit (see gunzipBounded).
+  const bytes = encoding === "gzip" ? await gunzipBounded(raw, bodyLimit) : raw;
   const type = (request.headers.get("content-type") ?? "").toLowerCase();
   const files: { path: string; data: Uint8Array }[] = [];
   if (type.startsWith("multipart/form-data")) {

@@ -80,7 +80,7 @@ async function rpc<T>(fn: () => Promise<T>): Promise<T> {
 function entryInfo(e: Entry): MessageInitShape<typeof EntryInfoSchema> {
   return {
     name: e.name,
-    type: e.type === "dir" ? FileType.DIRECTORY : e.type === "symlink" ? FileType.SYMLINK : FileType.FILE,
+    type: e.type === "dir" ? FileType.DIRECTORY : e.type === "file" ? FileType.FILE : FileType.UNSPECIFIED,
     path: e.path,
     size: BigInt(e.size),
     mode: e.mode,

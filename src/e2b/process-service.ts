@@ -1,8 +1,8 @@
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Process, type ProcessEvent_DataEventSchema, type ProcessEventSchema, type ProcessSelector, Signal } from "./gen/process_pb";
-import { sandboxOf } from "./context";
-import type { ProcEvent, ProcessTable, RunningProcess } from "./processes";
+import { DROP_STREAM, sandboxOf } from "./context";
+import type { ProcEvent, ProcessTable, RunningProcess, Subscription } from "./processes";
 
 type EventInit = MessageInitShape<typeof ProcessEventSchema>;
 
@@ -36,24 +36,12 @@ export function processService(table: ProcessTable): Partial<ServiceImpl<typeof 
         pty: req.pty ? { cols: size!.cols, rows: size!.rows } : undefined,
       });
       // Attached before the first yield: a client that does not read holds the process's output, bounded.
-      const sub = proc.attach(ctx.signal);
-      try {
-        yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
-        for await (const e of sub) yield { event: toEvent(e) };
-      } finally {
-        sub.close();
-      }
+      yield* relay(proc, proc.attach(ctx.signal), ctx);
     },
 
     async *connect(req, ctx) {
       const proc = find(ctx, req.process);
-      const sub = proc.attach(ctx.signal);
-      try {
-        yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
-        for await (const e of sub) yield { event: toEvent(e) };
-      } finally {
-        sub.close();
-      }
+      yield* relay(proc, proc.attach(ctx.signal), ctx);
     },
 
     async list(_req, ctx) {
@@ -110,6 +98,26 @@ export function processService(table: ProcessTable): Partial<ServiceImpl<typeof 
       return {};
     },
   };
+}
+
+/**
+ * A process's events as Start/Connect stream them. A process that ended with its sandbox
+ * gets no end event: its stream drops, as envd's does when the sandbox dies (the SDKs
+ * then probe /health and report the sandbox killed, not an exit code 137).
+ */
+async function* relay(proc: RunningProcess, sub: Subscription, ctx: HandlerContext): AsyncGenerator<{ event: EventInit }> {
+  try {
+    yield { event: { event: { case: "start", value: { pid: proc.pid } } } };
+    for await (const e of sub) {
+      if (e.kind === "end" && e.sandboxGone) {
+        ctx.values.get(DROP_STREAM)?.();
+        return;
+      }
+      yield { event: toEvent(e) };
+    }
+  } finally {
+    sub.close();
+  }
 }
 
 function validSide(n: number): boolean {

@@ -3,8 +3,8 @@ import type { SandboxService } from "../sandboxes/service";
 import { STREAM_BUFFER_BYTES } from "../streams/bounded";
 import { ptyArgv, ptyDataFrame, ptyResizeFrame } from "./pty-bridge";
 
-/** What a process emits, in order: output, then one end. */
-export type ProcEvent = { kind: "stdout" | "stderr" | "pty"; data: Uint8Array } | { kind: "end"; exitCode: number };
+/** What a process emits, in order: output, then one end (`sandboxGone` when it ended because its sandbox did). */
+export type ProcEvent = { kind: "stdout" | "stderr" | "pty"; data: Uint8Array } | { kind: "end"; exitCode: number; sandboxGone?: boolean };
 
 export interface StartOptions {
   cmd: string;
@@ -62,6 +62,7 @@ export class RunningProcess {
   /** Events before the starting stream attached (it attaches right after spawn, so little); bounded like any watcher. */
   private early: Watcher | undefined = new Watcher();
   ended: number | undefined;
+  private sandboxGone = false;
   private unwatched = 0;
   /** Resolves the pumps held back for lack of watchers (see MAX_UNWATCHED_BYTES). */
   private release: (() => void) | undefined;
@@ -74,6 +75,7 @@ export class RunningProcess {
     readonly options: StartOptions,
     private readonly proc: SpawnedProcess,
     onEnd: () => void,
+    sandboxRunning: () => Promise<boolean>,
   ) {
     this.watchers.add(this.early!);
     if (!options.stdin && !options.pty) proc.closeStdin();
@@ -81,8 +83,10 @@ export class RunningProcess {
     const err = this.pump(proc.stderr, "stderr");
     void proc.exited.then(async (code) => {
       await Promise.all([out, err]);
+      // Killed by a signal: perhaps with its sandbox (killed, timed out), which envd does not outlive to report an end.
+      this.sandboxGone = (code < 0 || code > 128) && !(await sandboxRunning().catch(() => false));
       this.ended = code;
-      this.emit({ kind: "end", exitCode: code });
+      this.emit({ kind: "end", exitCode: code, sandboxGone: this.sandboxGone });
       onEnd();
     });
   }
@@ -156,7 +160,7 @@ export class RunningProcess {
           }
           if (self.ended !== undefined) {
             // Ended before this stream attached.
-            yield { kind: "end", exitCode: self.ended };
+            yield { kind: "end", exitCode: self.ended, sandboxGone: self.sandboxGone };
             return;
           }
           await new Promise<void>((r) => (watcher.wake = r));
@@ -199,10 +203,17 @@ export class ProcessTable {
     const pid = this.nextPid++;
     let procs = this.bySandbox.get(sandboxId);
     if (!procs) this.bySandbox.set(sandboxId, (procs = new Map()));
-    const proc = new RunningProcess(pid, o, spawned, () => {
-      procs.delete(pid);
-      if (!procs.size) this.bySandbox.delete(sandboxId);
-    });
+    const running = () => this.sandboxes.get(organizationId, sandboxId).then((row) => row.status === "running");
+    const proc = new RunningProcess(
+      pid,
+      o,
+      spawned,
+      () => {
+        procs.delete(pid);
+        if (!procs.size) this.bySandbox.delete(sandboxId);
+      },
+      running,
+    );
     procs.set(pid, proc);
     return proc;
   }

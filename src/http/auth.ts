@@ -31,6 +31,8 @@ function bearer(request: Request): string | undefined {
   return BEARER.exec(h)?.[1];
 }
 
+const E2B_KEY_ALIAS = /^e2b_[0-9a-f]{64}$/;
+
 function header(request: Request, ...names: string[]): string | undefined {
   for (const n of names) {
     const v = request.headers.get(n)?.trim();
@@ -50,8 +52,12 @@ export function extractCredential(style: CredentialStyle, request: Request, url:
     case "genvendor":
       // Header preferred: query strings get logged. Real header name and the spec's neutral one.
       return header(request, "x-goog-api-key", "x-genvendor-api-key") ?? bearer(request) ?? queryKey(url);
-    case "sandbox":
-      return bearer(request) ?? header(request, "x-api-key");
+    case "sandbox": {
+      const key = bearer(request) ?? header(request, "x-api-key");
+      // E2B's SDKs 2.27 to 2.45 refuse keys not shaped `e2b_<hex>` before sending them; our
+      // keys are `sk-<64 hex>`, so `e2b_<the same hex>` is accepted as the same key here.
+      return key && E2B_KEY_ALIAS.test(key) ? `sk-${key.slice(4)}` : key;
+    }
     case "listing":
       return bearer(request) ?? header(request, "x-api-key", "x-goog-api-key", "x-genvendor-api-key");
     case "none":
