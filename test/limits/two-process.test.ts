@@ -85,9 +85,14 @@ test("two service processes on one Redis and one database enforce one shared spe
   const remaining = GLOBAL_CAP - used;
   const keys = await Promise.all(Array.from({ length: 4 }, (_, i) => admin<{ key: string }>(a.url, "/admin/keys", { organizationId: org.id, name: `free ${i}` })));
   const results = await Promise.all(Array.from({ length: remaining + 10 }, (_, i) => callSurface((i % 2 ? b : a).url, MODEL_SURFACES[0], keys[i % 4].key)));
-  expect(results.filter((r) => r.status === 200).length).toBe(remaining);
+  // The two budget refusals above count in the window when the budget hold refused them (it
+  // runs after the rate windows), not when the key check did (before them): which one refuses
+  // depends on when B's key cache saw A's spend. Never more than the remainder, whatever ran where.
+  const admitted = results.filter((r) => r.status === 200).length;
+  expect(admitted).toBeLessThanOrEqual(remaining);
+  expect(admitted).toBeGreaterThanOrEqual(remaining - 2);
   const refused = results.filter((r) => r.status !== 200);
-  expect(refused.length).toBe(10);
+  expect(refused.length).toBe(remaining + 10 - admitted);
   for (const r of refused) {
     expect(r.status).toBe(429);
     expect(r.text).toBe(JSON.stringify({ error: "global rate limit exceeded" }));
