@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { ApiError } from "../http/errors";
+import { ApiError, errorResponse } from "../http/errors";
 import { named, responds } from "../openapi/declare";
 import { catalogFor } from "../catalog";
 import type { Services } from "../services";
@@ -106,6 +106,9 @@ export function modelRoutes(s: Services, g: Gateway) {
           explicit(g, wanted) ??
           byCatalog(g, catalog.get(wanted)?.vendor, wanted);
         if (!found) {
+          // `GET /v1/models/x:generateContent` is the generative-vendor surface's path, whose
+          // error shape its prefix would pick; this operation answers in the listing's shape.
+          if (/:[A-Za-z]+$/.test(wanted)) return errorResponse("chat", new ApiError(404, `model '${wanted}' not found (generative-vendor methods are POST requests)`));
           const vendor = catalog.get(wanted)?.vendor;
           throw new ApiError(404, vendor ? `model '${wanted}' not found: ${vendorProviderHint(vendor)}` : `model '${wanted}' not found`);
         }
