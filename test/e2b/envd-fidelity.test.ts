@@ -114,7 +114,14 @@ test("metrics honour start and end", async () => {
 
 test("a sandbox killed during a command: the stream drops and the SDK reports the sandbox gone, not an exit code", async () => {
   const doomed = await Sandbox.create("base", c.opts);
-  const cmd = await doomed.commands.run("sleep 60", { background: true });
+  // Each command is killed once it runs (its first line seen), not while it is still starting.
+  const running = () => {
+    const up = Promise.withResolvers<void>();
+    return { seen: up.promise, onStdout: () => up.resolve() };
+  };
+  const first = running();
+  const cmd = await doomed.commands.run("echo up; exec sleep 60", { background: true, onStdout: first.onStdout });
+  await first.seen;
   const watched = await doomed.commands.connect(cmd.pid);
   await doomed.kill();
   for (const handle of [cmd, watched]) {
@@ -123,7 +130,9 @@ test("a sandbox killed during a command: the stream drops and the SDK reports th
     expect(err.message).toContain("sandbox was killed or reached its end of life");
   }
   // A command that is itself killed still ends with its exit code.
-  const own = await sbx.commands.run("sleep 60", { background: true });
+  const second = running();
+  const own = await sbx.commands.run("echo up; exec sleep 60", { background: true, onStdout: second.onStdout });
+  await second.seen;
   await sbx.commands.kill(own.pid);
   const err = await own.wait().catch((e) => e);
   expect(err).toBeInstanceOf(CommandExitError);
