@@ -13,8 +13,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const DEFAULT_EVENTS_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
 
 /**
- * Every environment variable the service reads, each once, at start-up (README:
- * Configuration lists the same names). Modules get the typed values through
+ * Every environment variable the service reads, each once, at start-up (docs/configuration.md
+ * lists the same names, generated from here and ./reference.ts). Modules get the typed values through
  * `Services.config`; none reads the environment itself. A value that does not parse stops
  * start-up with the variable's name and what it accepts.
  */
@@ -188,7 +188,12 @@ function variablesOf(tree: Tree): Variable<unknown>[] {
   return Object.values(tree).flatMap((node) => (node instanceof Variable ? [node] : variablesOf(node)));
 }
 
-/** The names of every variable the service reads (the README's Configuration table lists the same). */
+/** Every variable the service reads (docs/configuration.md's table is generated from them). */
+export function settingVariables(): Variable<unknown>[] {
+  return variablesOf(SETTINGS as Tree);
+}
+
+/** The names of every variable the service reads. */
 export function variableNames(): string[] {
-  return variablesOf(SETTINGS as Tree).map((v) => v.name);
+  return settingVariables().map((v) => v.name);
 }
