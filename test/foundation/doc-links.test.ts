@@ -56,3 +56,13 @@ test("a missing file, a missing anchor and a link out of the repository are each
     "README.md:8: #nope (no heading with that anchor in README.md)",
   ]);
 });
+
+test("docs/security.md links every source file that documents a threat", () => {
+  const security = readFileSync(join(root, "docs/security.md"), "utf8");
+  const linked = new Set([...security.matchAll(/\]\(\.\.\/((?:src|plugins)\/[^)#]+)\)/g)].map((m) => m[1]));
+  const documenting = [...new Bun.Glob("{src,plugins}/**/*.{ts,tsx}").scanSync({ cwd: root })]
+    .filter((file) => /\bThreats?\b/.test(readFileSync(join(root, file), "utf8")))
+    .sort();
+  expect(documenting.length).toBeGreaterThan(50);
+  expect(documenting.filter((file) => !linked.has(file))).toEqual([]);
+});
