@@ -37,6 +37,8 @@ export const DEFAULT_TIMEOUT_SEC = 300;
 export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
+/** Snapshots an organization may keep (each is a copy of a sandbox's files on the host's disk). */
+export const MAX_SNAPSHOTS_PER_ORGANIZATION = 100;
 const EVENT_BATCH_MS = 250;
 
 /**
@@ -141,6 +143,10 @@ export class SandboxService {
   private async snapshotRow(row: SandboxRow, name: string | undefined): Promise<SnapshotRow> {
     const pausing = this.pausing(row);
     if (!pausing.snapshot) throw new ApiError(501, `sandbox backend '${row.backend}' does not take snapshots`);
+    // Threat: snapshots are files on the host's disk that outlive their sandbox; without a
+    // bound one organization could fill the disk with them.
+    const [{ n }] = await this.db.select({ n: sql<number>`count(*)::int` }).from(sandboxSnapshots).where(eq(sandboxSnapshots.organizationId, row.organizationId));
+    if (n >= MAX_SNAPSHOTS_PER_ORGANIZATION) throw new ApiError(409, `the organization has ${n} snapshots, the most it may keep; delete some first`);
     const snapshotId = newId("snap_");
     const sizeBytes = await this.call(() => pausing.snapshot!(row.id, row.backendState, snapshotId), "failed to snapshot sandbox in provider");
     try {
@@ -639,7 +645,14 @@ export class SandboxService {
       // the database is what clients were told, so the backend follows it.
       const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
       if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") await pausing?.resume(row.id, row.backendState, 0).catch(() => {});
+      if (found === "paused" && row.status === "running") {
+        const template = this.templates.get(row.templateId);
+        const state = await pausing?.resume(row.id, row.backendState, 0, template ? { template, network: row.network ? egressRules(row.network) : undefined } : undefined).catch((e) => {
+          this.log.warn("sandbox paused in its backend could not be resumed at start-up", { sandboxId: row.id, err: e });
+        });
+        // Started again from its files: its new handle.
+        if (state) await this.db.update(sandboxes).set({ backendState: state }).where(and(eq(sandboxes.id, row.id), eq(sandboxes.status, "running")));
+      }
     }
     for (const inst of this.registry.instancesOf("sandbox")) {
       await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
