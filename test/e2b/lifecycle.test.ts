@@ -91,6 +91,26 @@ test("auto-pause at the timeout, then autoResume on an envd call; without autoRe
   await resumed.kill();
 }, 120_000);
 
+test("autoResume: an HTTP request to a port of an auto-paused sandbox resumes it (after the port's own access check)", async () => {
+  const sbx = await Sandbox.create("base", { ...c.opts, timeoutMs: 60_000, lifecycle: { onTimeout: "pause", autoResume: true }, network: { allowPublicTraffic: false } });
+  await sbx.files.write("/home/user/index.txt", "served after a pause");
+  await sbx.commands.run("cd /home/user && python3 -m http.server 8000 --bind 127.0.0.1", { background: true });
+  await sbx.commands.run("for i in $(seq 100); do python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:8000/\")' 2>/dev/null && exit 0; sleep 0.1; done; exit 1");
+  await sbx.setTimeout(2_000);
+  await waitUntil(async () => (await Sandbox.getInfo(sbx.sandboxId, c.opts)).state === "paused", 30_000, "the sandbox to be paused at its timeout");
+  const url = `${c.svc.url}/e2b/sandbox/index.txt`;
+  const headers = { "E2b-Sandbox-Id": sbx.sandboxId, "E2b-Sandbox-Port": "8000" };
+  // Without the traffic token: refused, and it stays paused.
+  expect((await fetch(url, { headers })).status).toBe(403);
+  expect((await Sandbox.getInfo(sbx.sandboxId, c.opts)).state).toBe("paused");
+  const token = (sbx as unknown as { trafficAccessToken: string }).trafficAccessToken;
+  const res = await fetch(url, { headers: { ...headers, "E2b-Traffic-Access-Token": token } });
+  expect(res.status).toBe(200);
+  expect(await res.text()).toBe("served after a pause");
+  expect((await Sandbox.getInfo(sbx.sandboxId, c.opts)).state).toBe("running");
+  await sbx.kill();
+}, 90_000);
+
 test("lifecycle options the SDK would refuse are refused by the API too", async () => {
   const post = (body: unknown) => c.svc.fetch("/e2b/v2/sandboxes", { method: "POST", headers: { "x-api-key": c.key, "content-type": "application/json" }, body: JSON.stringify(body) });
   for (const [body, message] of [
