@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { eventsOf, waitUntil } from "../sandboxes/helpers";
@@ -40,13 +40,17 @@ test("keepMemory: false pauses to disk: the processes end, the files come back o
   await sbx.files.write("/home/user/notes/a.txt", "written before the pause");
   await sbx.commands.run("mkdir -p /tmp/work && printf scratch > /tmp/work/b && ln -s notes/a.txt /home/user/link && chmod 0750 /home/user/notes");
   await sbx.commands.run("sleep 1000", { background: true });
+  const bootId = async (s: Sandbox) => (await s.commands.run("cat /proc/sys/kernel/random/boot_id")).stdout;
+  const bootBefore = await bootId(sbx);
+  expect(bootBefore).not.toBe(readFileSync("/proc/sys/kernel/random/boot_id", "utf8"));
   expect(await sbx.pause({ keepMemory: false })).toBe(true);
   expect((await Sandbox.getInfo(sbx.sandboxId, c.opts)).state).toBe("paused");
   const resumed = await Sandbox.connect(sbx.sandboxId, c.opts);
   expect(await resumed.files.read("/home/user/notes/a.txt")).toBe("written before the pause");
   expect(await resumed.files.read("/tmp/work/b")).toBe("scratch");
   expect((await resumed.commands.run("readlink /home/user/link; stat -c %a /home/user/notes; id -u")).stdout).toBe("notes/a.txt\n750\n1000\n");
-  // Started again: the background process is gone, and new ones run.
+  // Started again (a new boot, as E2B's tests check it): the background process is gone, and new ones run.
+  expect(await bootId(resumed)).not.toBe(bootBefore);
   expect((await resumed.commands.list()).some((p) => p.args.includes("sleep 1000"))).toBe(false);
   expect((await resumed.commands.run("echo alive")).stdout).toBe("alive\n");
   const paused = (await eventsOf(c.svc, sbx.sandboxId, "sandbox.lifecycle.paused")).map((e) => e.data);
@@ -67,6 +71,7 @@ test("connect with onResume 'reboot' starts a memory-kept pause again from its f
 
 test("auto-pause at the timeout, then autoResume on an envd call; without autoResume only connect resumes", async () => {
   const auto = await Sandbox.create("base", { ...c.opts, timeoutMs: 4_000, lifecycle: { onTimeout: "pause", autoResume: true } });
+  const bootBefore = (await auto.commands.run("cat /proc/sys/kernel/random/boot_id")).stdout;
   const manual = await Sandbox.create("base", { ...c.opts, timeoutMs: 4_000, lifecycle: { onTimeout: "pause" } });
   expect((await auto.getInfo()).lifecycle).toEqual({ onTimeout: "pause", autoResume: true });
   await auto.files.write("/home/user/state.txt", "auto");
@@ -82,6 +87,8 @@ test("auto-pause at the timeout, then autoResume on an envd call; without autoRe
   // Paused by its timeout, it had no time left: it gets the default lifetime.
   expect(info.endAt.getTime() - Date.now()).toBeGreaterThan(200_000);
   expect((await auto.commands.list()).some((p) => p.args.includes("sleep 1000"))).toBe(true);
+  // Memory kept: the same boot.
+  expect((await auto.commands.run("cat /proc/sys/kernel/random/boot_id")).stdout).toBe(bootBefore);
   // Without autoResume an envd call is refused, and connect resumes it.
   await expect(manual.commands.run("true")).rejects.toThrow();
   expect((await Sandbox.getInfo(manual.sandboxId, c.opts)).state).toBe("paused");
