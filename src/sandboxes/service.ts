@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lte, or, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
@@ -161,11 +161,12 @@ export class SandboxService {
     }
   }
 
-  /** The organization's snapshots, newest first; of one sandbox, or of one name, when asked. */
+  /** The organization's snapshots, newest first; of one sandbox, or of one name (or id), when asked. */
   async listSnapshots(organizationId: string, filter: { sandboxId?: string; name?: string } = {}): Promise<SnapshotRow[]> {
     const where = [eq(sandboxSnapshots.organizationId, organizationId)];
     if (filter.sandboxId) where.push(eq(sandboxSnapshots.sandboxId, filter.sandboxId));
-    if (filter.name) where.push(eq(sandboxSnapshots.name, filter.name));
+    // E2B's name filter matches a snapshot's name or its id.
+    if (filter.name) where.push(or(eq(sandboxSnapshots.name, filter.name), eq(sandboxSnapshots.id, filter.name))!);
     return this.db.select().from(sandboxSnapshots).where(and(...where)).orderBy(desc(sandboxSnapshots.id));
   }
 

@@ -160,6 +160,9 @@ test("snapshots: of a running and of a paused sandbox, a new sandbox sees the fi
   const listed = await sbx.listSnapshots().nextItems();
   expect(listed.map((s) => s.snapshotId)).toEqual([ofPaused.snapshotId, snap.snapshotId]);
   expect((await Sandbox.listSnapshots(c.opts).nextItems()).map((s) => s.snapshotId)).toEqual(expect.arrayContaining([snap.snapshotId, ofPaused.snapshotId]));
+  expect((await Sandbox.listSnapshots({ ...c.opts, name: "project-v1" }).nextItems()).map((s) => s.snapshotId)).toEqual([snap.snapshotId]);
+  expect((await Sandbox.listSnapshots({ ...c.opts, name: ofPaused.snapshotId }).nextItems()).map((s) => s.snapshotId)).toEqual([ofPaused.snapshotId]);
+  expect(await Sandbox.listSnapshots({ ...c.opts, name: "project-v1-does-not-exist" }).nextItems()).toEqual([]);
   // Snapshots outlive their sandbox.
   await sbx.kill();
   expect(snapshotFiles()).toEqual(expect.arrayContaining([`${snap.snapshotId}.tar`, `${ofPaused.snapshotId}.tar`]));
