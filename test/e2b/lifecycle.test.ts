@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Sandbox as CodeInterpreter } from "@e2b/code-interpreter";
 import { Sandbox } from "e2b";
 import { eventsOf, waitUntil } from "../sandboxes/helpers";
 import { type E2BContext, startE2B, stopE2B } from "./helpers";
@@ -57,6 +58,20 @@ test("keepMemory: false pauses to disk: the processes end, the files come back o
   expect(paused).toEqual([{ keepMemory: false }]);
   await resumed.kill();
 }, 90_000);
+
+test("the code interpreter across pauses: a memory-kept pause keeps the kernel's variables, a pause to disk keeps only files", async () => {
+  const sbx = await CodeInterpreter.create({ ...c.opts, timeoutMs: 120_000 });
+  await sbx.runCode("x = 41\nopen('/home/user/saved.txt', 'w').write('on disk')");
+  await sbx.pause();
+  await CodeInterpreter.connect(sbx.sandboxId, c.opts);
+  expect((await sbx.runCode("x + 1")).text).toBe("42");
+  await sbx.pause({ keepMemory: false });
+  await CodeInterpreter.connect(sbx.sandboxId, c.opts);
+  // A new kernel in a new start: the variable is gone, the file is there.
+  expect((await sbx.runCode("x")).error?.name).toBe("NameError");
+  expect((await sbx.runCode("open('/home/user/saved.txt').read()")).text).toBe("on disk");
+  await sbx.kill();
+}, 120_000);
 
 test("connect with onResume 'reboot' starts a memory-kept pause again from its files", async () => {
   const sbx = await Sandbox.create("base", { ...c.opts, timeoutMs: 120_000 });
