@@ -471,6 +471,15 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     rmSync(this.snapshotPath(snapshotId), { force: true });
   }
 
+  async sweepSnapshots(keep: Set<string>): Promise<void> {
+    const dir = join(this.opts.root, ".snapshots");
+    for (const file of existsSync(dir) ? readdirSync(dir) : []) {
+      if (file.endsWith(".tar") && keep.has(file.slice(0, -4))) continue;
+      this.opts.log.warn("removing leftover snapshot file", { file });
+      rmSync(join(dir, file), { force: true });
+    }
+  }
+
   private running(s: LocalState): boolean {
     const st = procStat(s.initPid);
     return !!st && st.startTime === s.initStart && st.state !== "Z" && st.state !== "X";

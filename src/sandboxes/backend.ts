@@ -209,6 +209,8 @@ export interface SandboxPause {
   snapshot?(id: string, state: BackendState, snapshotId: string): Promise<number>;
   /** Removes a snapshot's files; succeeds when they are already gone. */
   deleteSnapshot?(snapshotId: string): Promise<void>;
+  /** Start-up reconciliation: removes snapshot files the database does not list (a crash between the two). */
+  sweepSnapshots?(keep: Set<string>): Promise<void>;
 }
 
 /**
@@ -261,6 +263,8 @@ export function networkingOf(backend: SandboxBackend, serves: readonly SandboxCa
 }
 
 export function pauseOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxPause | undefined {
-  const { pause, resume, snapshot, deleteSnapshot } = backend;
-  return serves.includes("pause") && pause && resume ? { pause: pause.bind(backend), resume: resume.bind(backend), snapshot: snapshot?.bind(backend), deleteSnapshot: deleteSnapshot?.bind(backend) } : undefined;
+  const { pause, resume, snapshot, deleteSnapshot, sweepSnapshots } = backend;
+  return serves.includes("pause") && pause && resume
+    ? { pause: pause.bind(backend), resume: resume.bind(backend), snapshot: snapshot?.bind(backend), deleteSnapshot: deleteSnapshot?.bind(backend), sweepSnapshots: sweepSnapshots?.bind(backend) }
+    : undefined;
 }

@@ -657,6 +657,11 @@ export class SandboxService {
     }
     for (const inst of this.registry.instancesOf("sandbox")) {
       await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
+      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
+      if (pausing?.sweepSnapshots) {
+        const kept = await this.db.select({ id: sandboxSnapshots.id }).from(sandboxSnapshots).where(eq(sandboxSnapshots.backend, inst.name));
+        await pausing.sweepSnapshots(new Set(kept.map((r) => r.id))).catch((e) => this.log.warn("snapshot sweep failed", { backend: inst.name, err: e }));
+      }
     }
   }
 }

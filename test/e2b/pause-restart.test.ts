@@ -1,5 +1,5 @@
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
@@ -80,6 +80,10 @@ test("paused sandboxes outlive a service restart and the loss of their processes
   const init = procStat(state.initPid);
   expect(init?.startTime === state.initStart && init.state !== "Z").toBe(false);
 
+  // A crash between a snapshot's file and its row (or mid-copy) leaves files no snapshot lists.
+  mkdirSync(join(root, ".snapshots"), { recursive: true });
+  for (const f of ["snap_01m8e5kezmc7zhhxayp3t21ber.tar", "snap_01m8e5kezmc7zhhxayp3t21bes.tar.partial"]) writeFileSync(join(root, ".snapshots", f), "x");
+
   const second = await spawnService(cmd, env, { cwd: ROOT });
   cleanup.push(async () => {
     for (const s of [rebooted, onDisk, kept]) await Sandbox.kill(s.sandboxId, opts(second, key)).catch(() => {});
@@ -89,6 +93,7 @@ test("paused sandboxes outlive a service restart and the loss of their processes
   for (const s of [rebooted, onDisk, kept]) expect((await Sandbox.getInfo(s.sandboxId, o)).state).toBe("paused");
   // What was left of the rebooted one (directory, cgroup) went at start-up; its files stay.
   expect(existsSync(join(root, rebooted.sandboxId))).toBe(false);
+  expect(readdirSync(join(root, ".snapshots"))).toEqual([]);
 
   for (const s of [rebooted, onDisk, kept]) {
     const back = await Sandbox.connect(s.sandboxId, o);
