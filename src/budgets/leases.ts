@@ -59,6 +59,12 @@ interface Lease {
   inflight: number;
   /** USD of finished requests queued for the usage meter. */
   unwritten: number;
+  /**
+   * The spending limit the lease was granted under. Threat: an operator lowers a limit while
+   * a process holds a slice of the old one; the slice is not trusted past the change (the
+   * next hold asks for a grant under the new limit).
+   */
+  limit: number | null;
   /** Epoch ms (this process's clock) until which the lease is trusted; 0: none. */
   trustedUntil: number;
   /** Epoch ms the database lease lapses at, as written. */
@@ -78,6 +84,12 @@ export interface LeasedAmount {
 }
 
 const EPSILON = 1e-9;
+
+/** `a - b`, never below zero, and zero when only floating-point dust would be left. */
+const less = (a: number, b: number) => {
+  const d = a - b;
+  return d < EPSILON ? 0 : d;
+};
 
 export class BudgetLeases {
   /** This process's name in the leases column: random, so a restarted process starts with nothing. */
@@ -103,12 +115,12 @@ export class BudgetLeases {
    * refused. Without a database round trip while this process's slices cover it. With both,
    * nothing stays held when either refuses.
    */
-  async hold(o: { keyId: string; orgId: string; key: boolean; org: boolean; amount: number }): Promise<"key" | "org" | null> {
-    const k = o.key ? this.lease("key", o.keyId) : undefined;
-    const g = o.org ? this.lease("org", o.orgId) : undefined;
+  async hold(o: { keyId: string; orgId: string; key: boolean; org: boolean; amount: number; keyLimit?: number | null; orgLimit?: number | null }): Promise<"key" | "org" | null> {
+    const k = o.key ? this.lease("key", o.keyId, o.keyLimit) : undefined;
+    const g = o.org ? this.lease("org", o.orgId, o.orgLimit) : undefined;
     if (k && !(this.takeLocal(k, o.amount) || (await this.grantAndTake(k, o.amount)))) return "key";
     if (g && !(this.takeLocal(g, o.amount) || (await this.grantAndTake(g, o.amount)))) {
-      if (k) k.inflight = Math.max(0, k.inflight - o.amount);
+      if (k) k.inflight = less(k.inflight, o.amount);
       return "org";
     }
     return null;
@@ -117,7 +129,7 @@ export class BudgetLeases {
   /** A held request finished and its usage record (cost `cost`) is queued: the hold becomes unwritten spend. */
   settled(h: LeasedAmount, cost: number): void {
     for (const l of this.leasesOf(h)) {
-      l.inflight = Math.max(0, l.inflight - h.amount);
+      l.inflight = less(l.inflight, h.amount);
       l.unwritten += cost;
     }
   }
@@ -125,14 +137,14 @@ export class BudgetLeases {
   /** The usage meter wrote a settled request's cost (and took it off this process's lease). */
   written(h: LeasedAmount, cost: number): void {
     for (const l of this.leasesOf(h)) {
-      l.unwritten = Math.max(0, l.unwritten - cost);
-      l.granted = Math.max(0, l.granted - cost);
+      l.unwritten = less(l.unwritten, cost);
+      l.granted = less(l.granted, cost);
     }
   }
 
   /** A held request failed with nothing to record: the hold goes back to the slice. */
   released(h: LeasedAmount): void {
-    for (const l of this.leasesOf(h)) l.inflight = Math.max(0, l.inflight - h.amount);
+    for (const l of this.leasesOf(h)) l.inflight = less(l.inflight, h.amount);
   }
 
   /** What this process knows of one lease (tests, diagnostics). */
@@ -154,10 +166,15 @@ export class BudgetLeases {
     );
   }
 
-  private lease(kind: OwnerKind, id: string): Lease {
+  /** `limit`: the owner's limit as the caches know it now (undefined: not known, trusted as it is). */
+  private lease(kind: OwnerKind, id: string, limit?: number | null): Lease {
     const k = kind + ":" + id;
     let l = this.leases.get(k);
-    if (!l) this.leases.set(k, (l = { kind, id, granted: 0, inflight: 0, unwritten: 0, trustedUntil: 0, lapsesAt: 0, lastUse: 0, busy: Promise.resolve(), working: 0 }));
+    if (l && limit !== undefined && l.limit !== limit) {
+      l.limit = limit;
+      l.trustedUntil = 0;
+    }
+    if (!l) this.leases.set(k, (l = { kind, id, granted: 0, inflight: 0, unwritten: 0, limit: limit ?? null, trustedUntil: 0, lapsesAt: 0, lastUse: 0, busy: Promise.resolve(), working: 0 }));
     return l;
   }
 

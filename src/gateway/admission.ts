@@ -59,7 +59,7 @@ export async function admit(s: Services, call: Call): Promise<BudgetHold | undef
       let refused: "key" | "org" | null;
       const leases = leasesFor(s);
       try {
-        refused = await leases.hold({ keyId: key.id, orgId: call.auth.organizationId, key: keyLimited, org: orgLimited, amount });
+        refused = await leases.hold({ keyId: key.id, orgId: call.auth.organizationId, key: keyLimited, org: orgLimited, amount, keyLimit: key.spendingLimit, orgLimit: org?.spendingLimit });
       } catch (err) {
         release(s, call, hold);
         throw err;
