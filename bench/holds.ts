@@ -1,9 +1,10 @@
 // Budget holds benchmark: what the admission step (src/gateway/admission.ts) adds to a
 // chat completion. One service process per block (fresh each block, embedded database),
 // three keys measured in the same interleaved rounds: no limits (no admission work), a
-// spending limit (one statement holding the request's maximum cost), and a spending limit
-// plus a tokens-per-minute cap (the statement and the in-process token window). Limits are
-// far above what the bench spends, so every request is admitted. Sequential added latency
+// spending limit (the request's maximum cost held against the process's budget lease,
+// src/budgets/leases.ts: in memory, a database grant only when the slice runs out), and a
+// spending limit plus a tokens-per-minute cap (the lease and the in-process token window).
+// Limits are far above what the bench spends, so every request is admitted. Sequential added latency
 // (p50/p99) per key. `npm run bench -- holds`; BENCH_BLOCKS, BENCH_ROUNDS, BENCH_PER_ROUND.
 import { children, startService } from "./gateway-targets";
 import { fmt, percentile, startChild } from "./lib";

@@ -41,6 +41,11 @@ const TRUST_MARGIN_MS = 5_000;
 const IDLE_RETURN_MS = 2_000;
 const LEASE_TICK_MS = 1_000;
 /**
+ * How long a refused grant answers for later requests of this process that need as much or
+ * more (no room came back here meanwhile). Room freed by another process is seen after it.
+ */
+const REFUSAL_MEMO_MS = 1_000;
+/**
  * A grant asks for what the request needs plus room for this many more like it, but at
  * most half of what is left beyond the need: near the limit slices get small, and two
  * processes share what is left instead of the first taking it all.
@@ -70,6 +75,10 @@ interface Lease {
   /** Epoch ms the database lease lapses at, as written. */
   lapsesAt: number;
   lastUse: number;
+  /** Bumped whenever room comes back here (a hold settled or released, a cost written, the limit changed). */
+  version: number;
+  /** The last refused grant: what it needed, when, at which version. */
+  refused?: { need: number; at: number; version: number };
   /** Serialises this lease's database work (grants, returns). */
   busy: Promise<unknown>;
   /** Database work queued or running on it. */
@@ -120,7 +129,10 @@ export class BudgetLeases {
     const g = o.org ? this.lease("org", o.orgId, o.orgLimit) : undefined;
     if (k && !(this.takeLocal(k, o.amount) || (await this.grantAndTake(k, o.amount)))) return "key";
     if (g && !(this.takeLocal(g, o.amount) || (await this.grantAndTake(g, o.amount)))) {
-      if (k) k.inflight = less(k.inflight, o.amount);
+      if (k) {
+        k.inflight = less(k.inflight, o.amount);
+        k.version++;
+      }
       return "org";
     }
     return null;
@@ -131,6 +143,7 @@ export class BudgetLeases {
     for (const l of this.leasesOf(h)) {
       l.inflight = less(l.inflight, h.amount);
       l.unwritten += cost;
+      l.version++;
     }
   }
 
@@ -139,12 +152,16 @@ export class BudgetLeases {
     for (const l of this.leasesOf(h)) {
       l.unwritten = less(l.unwritten, cost);
       l.granted = less(l.granted, cost);
+      l.version++;
     }
   }
 
   /** A held request failed with nothing to record: the hold goes back to the slice. */
   released(h: LeasedAmount): void {
-    for (const l of this.leasesOf(h)) l.inflight = less(l.inflight, h.amount);
+    for (const l of this.leasesOf(h)) {
+      l.inflight = less(l.inflight, h.amount);
+      l.version++;
+    }
   }
 
   /** What this process knows of one lease (tests, diagnostics). */
@@ -173,8 +190,9 @@ export class BudgetLeases {
     if (l && limit !== undefined && l.limit !== limit) {
       l.limit = limit;
       l.trustedUntil = 0;
+      l.version++;
     }
-    if (!l) this.leases.set(k, (l = { kind, id, granted: 0, inflight: 0, unwritten: 0, limit: limit ?? null, trustedUntil: 0, lapsesAt: 0, lastUse: 0, busy: Promise.resolve(), working: 0 }));
+    if (!l) this.leases.set(k, (l = { kind, id, granted: 0, inflight: 0, unwritten: 0, limit: limit ?? null, trustedUntil: 0, lapsesAt: 0, lastUse: 0, version: 0, busy: Promise.resolve(), working: 0 }));
     return l;
   }
 
@@ -213,8 +231,19 @@ export class BudgetLeases {
       // yet written (all of it counted against the lease again, whether or not it lapsed).
       const need = amount + l.inflight + l.unwritten;
       const sentAt = this.now();
+      // Threat: a client hammering a spent budget would cost a database transaction per
+      // request, one after another, and its refusals would queue behind each other (a burst
+      // of 50 takes seconds to refuse, and outlives the request it was refused for). A
+      // refusal stands for REFUSAL_MEMO_MS for any need as large, unless room came back here.
+      const r = l.refused;
+      if (r && r.version === l.version && need >= r.need - EPSILON && sentAt - r.at < REFUSAL_MEMO_MS) return false;
+      const version = l.version;
       const granted = await grantLease(this.db, { table: TABLES[l.kind], id: l.id, holder: this.holder, need, extra: amount * LEASE_REQUESTS, now: sentAt });
-      if (granted === null) return false;
+      if (granted === null) {
+        l.refused = { need, at: sentAt, version };
+        return false;
+      }
+      l.refused = undefined;
       l.granted = granted;
       l.lapsesAt = sentAt + LEASE_TTL_MS;
       l.trustedUntil = l.lapsesAt - TRUST_MARGIN_MS;
