@@ -127,8 +127,12 @@ export class BudgetLeases {
   async hold(o: { keyId: string; orgId: string; key: boolean; org: boolean; amount: number; keyLimit?: number | null; orgLimit?: number | null }): Promise<"key" | "org" | null> {
     const k = o.key ? this.lease("key", o.keyId, o.keyLimit) : undefined;
     const g = o.org ? this.lease("org", o.orgId, o.orgLimit) : undefined;
-    if (k && !(this.takeLocal(k, o.amount) || (await this.grantAndTake(k, o.amount)))) return "key";
-    if (g && !(this.takeLocal(g, o.amount) || (await this.grantAndTake(g, o.amount)))) {
+    // Either budget's fresh refusal answers at once, before any grant is asked of the other.
+    const refusal = () => (k && this.recentlyRefused(k, o.amount) ? "key" : g && this.recentlyRefused(g, o.amount) ? "org" : null);
+    const early = refusal();
+    if (early) return early;
+    if (k && !(this.takeLocal(k, o.amount) || (await this.grantAndTake(k, o.amount, refusal)))) return refusal() ?? "key";
+    if (g && !(this.takeLocal(g, o.amount) || (await this.grantAndTake(g, o.amount, () => (this.recentlyRefused(g, o.amount) ? "org" : null))))) {
       if (k) {
         k.inflight = less(k.inflight, o.amount);
         k.version++;
@@ -223,20 +227,32 @@ export class BudgetLeases {
     return run;
   }
 
-  /** One grant at a time per lease; a request queued behind another's grant may fit once it is in. */
-  private grantAndTake(l: Lease, amount: number): Promise<boolean> {
+  /**
+   * Threat: a client hammering a spent budget would cost a database transaction per
+   * request, one after another, and its refusals would queue behind each other (a burst of
+   * 50 takes seconds to refuse, and outlives the request it was refused for). A refusal
+   * stands for REFUSAL_MEMO_MS for any request that does not fit the slice and needs as
+   * much, unless room came back here meanwhile.
+   */
+  private recentlyRefused(l: Lease, amount: number): boolean {
+    const r = l.refused;
+    if (!r || r.version !== l.version || this.now() - r.at >= REFUSAL_MEMO_MS) return false;
+    if (this.now() < l.trustedUntil && l.granted - l.inflight - l.unwritten + EPSILON >= amount) return false;
+    return amount + l.inflight + l.unwritten >= r.need - EPSILON;
+  }
+
+  /**
+   * One grant at a time per lease; a request queued behind another's grant may fit once it
+   * is in. `refusal`: a fresh refusal of this or the other budget ends the wait without a grant.
+   */
+  private grantAndTake(l: Lease, amount: number, refusal: () => OwnerKind | null): Promise<boolean> {
     return this.serial(l, async () => {
       if (this.takeLocal(l, amount)) return true;
+      if (refusal()) return false;
       // What the lease must hold in total: this request, the holds in flight, the spend not
       // yet written (all of it counted against the lease again, whether or not it lapsed).
       const need = amount + l.inflight + l.unwritten;
       const sentAt = this.now();
-      // Threat: a client hammering a spent budget would cost a database transaction per
-      // request, one after another, and its refusals would queue behind each other (a burst
-      // of 50 takes seconds to refuse, and outlives the request it was refused for). A
-      // refusal stands for REFUSAL_MEMO_MS for any need as large, unless room came back here.
-      const r = l.refused;
-      if (r && r.version === l.version && need >= r.need - EPSILON && sentAt - r.at < REFUSAL_MEMO_MS) return false;
       const version = l.version;
       const granted = await grantLease(this.db, { table: TABLES[l.kind], id: l.id, holder: this.holder, need, extra: amount * LEASE_REQUESTS, now: sentAt });
       if (granted === null) {
