@@ -6,10 +6,10 @@
 // spending limit plus a tokens-per-minute cap (the lease and the in-process token window).
 // Limits are far above what the bench spends, so every request is admitted. Sequential added latency
 // (p50/p99) per key. `npm run bench -- holds`; BENCH_BLOCKS, BENCH_ROUNDS, BENCH_PER_ROUND;
-// BENCH_DATABASE_URL runs the services on PostgreSQL (a fresh database per block is not
-// made: pass an empty one), BENCH_REDIS_URL shares the token windows through Redis.
+// BENCH_DATABASE_URL runs the services on PostgreSQL (a fresh database per block, dropped
+// afterwards), BENCH_REDIS_URL shares the token windows through Redis.
 import { children, startService } from "./gateway-targets";
-import { fmt, percentile, startChild } from "./lib";
+import { benchDatabase, fmt, percentile, startChild } from "./lib";
 
 const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -32,7 +32,8 @@ export async function run() {
     for (let block = 0; block < BLOCKS; block++) {
       const started = performance.now();
       const env: Record<string, string> = { ADMIN_TOKEN: ADMIN };
-      if (process.env.BENCH_DATABASE_URL) env.DATABASE_URL = process.env.BENCH_DATABASE_URL;
+      const database = await benchDatabase(`holds_${block}`);
+      if (database.url) env.DATABASE_URL = database.url;
       if (process.env.BENCH_REDIS_URL) env.REDIS_URL = process.env.BENCH_REDIS_URL;
       const service = await startService(upstream.url, { env });
       console.error(`block ${block + 1}: service up in ${fmt((performance.now() - started) / 1000, 1)} s`);
@@ -56,6 +57,7 @@ export async function run() {
         blockP50s.push(percentile(times.get("no limits")!.slice(mark).sort((a, b) => a - b), 50));
       } finally {
         await service.stop();
+        await database.drop();
       }
     }
   } finally {

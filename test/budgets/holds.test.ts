@@ -334,6 +334,26 @@ function tokenWindowTests(name: string, env: () => Record<string, string>) {
       expect(admitted * estimate).toBeLessThanOrEqual(1000 + estimate);
       expect(count(got, 429)).toBe(30 - admitted);
     });
+
+    test("16 concurrent clients against a key's 50 requests per minute: exactly 50 get through", async () => {
+      const { key } = await svc.key(await svc.org(), { rpm: 50 });
+      const before = up.calls();
+      const per = await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          const mine: number[] = [];
+          for (let i = 0; i < 12; i++) {
+            const r = await svc.fetch("/v1/chat/completions", chat(key, 10));
+            await r.text();
+            mine.push(r.status);
+          }
+          return mine;
+        }),
+      );
+      const got = per.flat();
+      expect(count(got, 200)).toBe(50);
+      expect(count(got, 429)).toBe(16 * 12 - 50);
+      expect(up.calls() - before).toBe(50);
+    }, 120_000);
   });
 }
 
