@@ -318,16 +318,17 @@ export class BudgetLeases {
         const until = now + LEASE_TTL_MS;
         const rows = rowsOf<{ id: string }>(
           await this.db.execute(sql`update ${sql.raw(TABLES[kind])} set leases = jsonb_set(leases, array[${this.holder}::text, 'u'], to_jsonb(${until}::bigint))
-            where id in (${sql.join(list.map((l) => sql`${l.id}`), sql`, `)}) and leases -> ${this.holder}::text is not null returning id`),
+            where id in (${sql.join(list.map((l) => sql`${l.id}`), sql`, `)}) and (leases -> ${this.holder}::text ->> 'u')::bigint > ${now}::bigint returning id`),
         );
         const renewed = new Set(rows.map((r) => r.id));
         for (const l of list) {
           if (renewed.has(l.id)) {
             l.lapsesAt = until;
-            l.trustedUntil = until - TRUST_MARGIN_MS;
+            // A slice distrusted for a changed limit stays so (its next hold asks for a grant).
+            if (l.trustedUntil > 0) l.trustedUntil = until - TRUST_MARGIN_MS;
           } else {
-            // Gone from the database (lapsed and swept by another process's grant): the
-            // next hold asks for a new one.
+            // Lapsed in the database (other processes may have been granted its money since):
+            // never revived; the next hold asks for a new grant.
             l.granted = 0;
             l.trustedUntil = 0;
           }
