@@ -274,6 +274,31 @@ describe("leases of a process that stops answering", () => {
   }, 60_000);
 });
 
+describe("a limit lowered while a process holds a slice of it", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc?.close());
+
+  test("the slice is not trusted past the change: the next hold is granted, or refused, under the new limit", async () => {
+    const s = svc.server.services;
+    const org = await svc.org();
+    const { id } = await svc.key(org, { spendingLimit: 1 });
+    const leases = leasesFor(s);
+    const hold = { keyId: id, orgId: org, key: true, org: false, amount: 0.3, keyLimit: 1 };
+    expect(await leases.hold(hold)).toBeNull();
+    leases.released({ amount: 0.3, key: id });
+    // The slice would cover another 0.3 locally; the limit is now 0.2.
+    expect(leases.state("key", id)!.granted).toBeGreaterThan(0.5);
+    await s.db.execute(sql`update api_keys set spending_limit = 0.2 where id = ${id}`);
+    expect(await leases.hold({ ...hold, keyLimit: 0.2 })).toBe("key");
+    expect(await leases.hold({ ...hold, amount: 0.15, keyLimit: 0.2 })).toBeNull();
+    expect(leases.state("key", id)!.granted).toBeLessThanOrEqual(0.2);
+    leases.released({ amount: 0.15, key: id });
+  });
+});
+
 describe("agents' in-process model calls", () => {
   let up: ReturnType<typeof slowUpstream>;
   let svc: TestService;
