@@ -71,6 +71,8 @@ const HOST_TOOLS: [string, string][] = [
  * each time, which keeps a command round trip to a few milliseconds.
  */
 export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, SandboxNetworking {
+  /** Its sandboxes are this process's (cgroups under its data directory's parent group): the service makes it a sandbox node. */
+  readonly nodeLocal = true;
   /**
    * The service must run as root: it gives each sandbox its own host uid, it joins
    * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
@@ -187,7 +189,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     // From here on the sandbox outlives the service.
     started.release();
     this.pool.refill(spec.template);
-    return started.state;
+    return { ...started.state, root: this.opts.root };
   }
 
   private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
@@ -241,10 +243,20 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private live(id: string, state: BackendState): LocalState {
     const s = state as LocalState;
     if (s.host !== HOST_ID) throw new BackendError(409, `sandbox ${id} runs on another host (${s.host.split("/")[0]}); use the service there`);
+    if (!this.ours(s)) throw new BackendError(409, `sandbox ${id} belongs to another service's data directory on this host; use the service there`);
     const st = procStat(s.initPid);
     // A zombie init (killed, not yet reaped) is as gone as a missing one.
     if (!st || st.startTime !== s.initStart || st.state === "Z" || st.state === "X") throw new BackendError(409, `sandbox ${id} is no longer running on this host`);
     return s;
+  }
+
+  /**
+   * Whether a sandbox of this host is this service's: two services on one host (other
+   * DATA_DIRs) have parent cgroups of their own and must not touch each other's.
+   * States written before `root` existed are this host's only service's.
+   */
+  private ours(s: LocalState): boolean {
+    return s.root === undefined || s.root === this.opts.root;
   }
 
   /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
@@ -368,6 +380,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   async destroy(id: string, state: BackendState): Promise<void> {
     const s = state as LocalState;
     if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
+    if (!this.ours(s)) throw new Error(`sandbox ${id} belongs to another service's data directory on this host (${s.root}); not destroyed from here`);
     // Killing a pid namespace's init kills every process in the namespace; the cgroup's
     // kill covers the rest.
     await this.destroyDir(id, s);
@@ -375,7 +388,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
 
   async liveness(_id: string, state: BackendState): Promise<Liveness> {
     const s = state as LocalState;
-    if (s.host !== HOST_ID) return "foreign";
+    if (s.host !== HOST_ID || !this.ours(s)) return "foreign";
     const st = procStat(s.initPid);
     if (!st || st.startTime !== s.initStart || st.state === "Z") return "gone";
     if (s.cgroup && this.cgroups) return this.cgroups.frozen(s.cgroup) ? "paused" : "running";

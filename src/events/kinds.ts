@@ -8,6 +8,9 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "sandbox.lifecycle.paused",
     "sandbox.lifecycle.resumed",
     "sandbox.lifecycle.killed",
+    // Beyond the spec's table: the sandbox's node stopped answering (README: Replicas);
+    // its status is `error` from then on, and `killed` follows once its node destroyed it.
+    "sandbox.lifecycle.lost",
     "router.process.completed",
     "router.skill.completed",
   ],

@@ -25,8 +25,20 @@ export const sandboxes = pgTable(
     endAt: timestamp("end_at", { withTimezone: true, precision: 3 }).notNull(),
     stoppedAt: timestamp("stopped_at", { withTimezone: true, precision: 3 }),
     stopReason: text("stop_reason"),
+    /**
+     * The sandbox node (nodes.ts) whose process runs it; null for sandboxes of a backend
+     * that runs them elsewhere (any replica serves those) and for rows made before nodes.
+     */
+    nodeId: text("node_id"),
+    /**
+     * Set when a destroy was claimed (DELETE, the TTL reaper, a lost node): the row stays
+     * in its status until the owner confirmed the processes gone, then turns `stopped`.
+     */
+    stopRequestedAt: timestamp("stop_requested_at", { withTimezone: true, precision: 3 }),
+    /** The last failed destroy's message (status `error` until a retry succeeds). */
+    destroyError: text("destroy_error"),
   },
-  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt)],
+  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt), index("sandboxes_node_idx").on(t.nodeId, t.status)],
 );
 
 export type SandboxRow = typeof sandboxes.$inferSelect;

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lte, ne, or, type SQL, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
@@ -10,6 +10,7 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import type { SandboxQuotas } from "./quota";
+import type { SandboxNodes } from "./nodes";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -30,6 +31,8 @@ export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
 const EVENT_BATCH_MS = 250;
+/** A failed destroy is tried again at most this often. */
+const DESTROY_RETRY_MS = 10_000;
 
 /**
  * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
@@ -58,6 +61,10 @@ export class SandboxService {
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
   quotas?: SandboxQuotas;
+  /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
+  nodes?: SandboxNodes;
+  /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
+  private readonly destroyFailedAt = new Map<string, number>();
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -79,6 +86,7 @@ export class SandboxService {
 
   /** A capability of a sandbox's backend; 501 naming what to do when its plugin does not serve it. */
   private capability<T>(row: SandboxRow, what: string, pick: (b: SandboxBackend, serves: readonly SandboxCapability[]) => T | undefined): T {
+    this.ownedHere(row);
     const inst = this.sandboxInstance(row.backend);
     const found = pick(inst.instance, inst.plugin.definition.serves);
     if (!found) throw new ApiError(501, `sandbox backend '${row.backend}' does not ${what}; use a template on a backend whose plugin serves it`);
@@ -95,6 +103,25 @@ export class SandboxService {
 
   private pausing(row: SandboxRow): SandboxPause {
     return this.capability(row, "pause sandboxes", pauseOf);
+  }
+
+  /**
+   * Refuses a sandbox another node runs. Requests for one are forwarded to its node
+   * (forward.ts) before they get here; this stops anything else (a caller inside this
+   * process) from acting on a sandbox whose processes are not on this node.
+   */
+  private ownedHere(row: SandboxRow): void {
+    if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
+  }
+
+  /** Whether a configured backend runs its sandboxes in this process's node (the local one): this process is then a sandbox node. */
+  runsNodeLocalSandboxes(): boolean {
+    return this.registry.instancesOf("sandbox").some((i) => i.instance.nodeLocal === true);
+  }
+
+  /** The conditions of the rows this process acts on: its node's, and those no node owns. */
+  private mine(): SQL | undefined {
+    return this.nodes ? or(eq(sandboxes.nodeId, this.nodes.id), isNull(sandboxes.nodeId)) : undefined;
   }
 
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
@@ -132,6 +159,8 @@ export class SandboxService {
     if (!networking && input.network) throw new ApiError(501, `sandbox backend '${template.backend}' does not apply network options; leave them out or use a template on a backend that serves them`);
     const network = networking ? resolveNetwork(this.networkMode, template.network, input.network) : null;
     const id = newId("sbx_");
+    // Its node: the one whose process runs it (backends that run sandboxes elsewhere: none, any replica serves it).
+    const nodeId = backend.nodeLocal && this.nodes ? this.nodes.id : null;
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
@@ -149,13 +178,14 @@ export class SandboxService {
       const created = await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(sandboxes)
-          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt })
+          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt, nodeId })
           .returning();
         await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata } });
         return row;
       });
       // A new sandbox's first command usually follows at once: it needs no read.
       this.rowCache.set(id, { row: created, at: performance.now() });
+      this.nodes?.remember(id, nodeId);
       return created;
     } catch (e) {
       // Nothing may run that the database does not know about.
@@ -188,6 +218,7 @@ export class SandboxService {
     if (cached && cached.row.organizationId === organizationId && performance.now() - cached.at < ROW_CACHE_MS && !this.locks.has(id)) return cached.row;
     const row = await this.get(organizationId, id);
     if (row.status === "paused") throw new ApiError(409, "sandbox is paused; connect to resume it");
+    this.notLive(row);
     if (row.status !== "running") throw new ApiError(409, `sandbox is ${row.status}`);
     this.rowCache.set(id, { row, at: performance.now() });
     return row;
@@ -219,7 +250,9 @@ export class SandboxService {
   }
 
   private notLive(row: SandboxRow): void {
+    if (row.stopReason === "lost" && row.status === "error") throw new ApiError(409, "sandbox is lost: the node that ran it stopped answering");
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
+    if (row.stopRequestedAt) throw new ApiError(409, "sandbox is being destroyed");
   }
 
   /**
@@ -231,38 +264,93 @@ export class SandboxService {
   async kill(organizationId: string, id: string): Promise<void> {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
-      if (row.status === "stopped" || row.status === "error") throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
-      await this.stop(row, "deleted");
+      if (row.status === "error" && row.stopReason === "lost") throw new ApiError(404, "sandbox is lost with its node; nothing to destroy from here (its node destroys it if it comes back)");
+      this.ownedHere(row);
+      // A destroy that failed before is tried again now.
+      const retry = row.stopRequestedAt && row.status === "error";
+      if (!retry && (row.status === "stopped" || row.status === "error")) throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
+      const claimed = retry ? row : await this.claimStop(row, "deleted");
+      if (!claimed) throw new ApiError(404, "sandbox is already being destroyed");
+      await this.finishDestroy(claimed, true);
     });
   }
 
   /**
-   * Marks a sandbox stopped (with its `killed` event) and then destroys it in the
-   * backend. The database change comes first: if the process dies between the two,
-   * start-up reconciliation removes what the backend still has.
+   * Claims a live sandbox's destruction (exactly one caller wins): it stays in its status
+   * until its owner confirmed the processes gone (finishDestroy).
    */
-  private async stop(row: SandboxRow, reason: string): Promise<boolean> {
-    const claimed = await this.db.transaction(async (tx) => {
+  private async claimStop(row: SandboxRow, reason: string): Promise<SandboxRow | undefined> {
+    const [claimed] = await this.db
+      .update(sandboxes)
+      .set({ stopRequestedAt: sql`now()` as never, stopReason: reason })
+      .where(and(eq(sandboxes.id, row.id), inArray(sandboxes.status, ["running", "paused"]), isNull(sandboxes.stopRequestedAt)))
+      .returning();
+    return claimed;
+  }
+
+  /**
+   * Destroys a claimed sandbox in its backend, then marks it `stopped` with its `killed`
+   * event: only once the backend confirmed its processes gone. A failed destroy leaves it
+   * `error` with the failure in `destroyError`; finishDestroys tries again. A crash
+   * between the claim and here leaves the claim, which finishDestroys finds too.
+   */
+  private async finishDestroy(row: SandboxRow, throwOnFailure: boolean): Promise<boolean> {
+    try {
+      await this.backendOf(row).destroy(row.id, row.backendState);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      this.destroyFailedAt.set(row.id, performance.now());
+      this.log.error("sandbox destroy failed in backend; retried", { sandboxId: row.id, backend: row.backend, err: e });
+      await this.db
+        .update(sandboxes)
+        .set({ status: "error", destroyError: message.slice(0, 1000) })
+        .where(and(eq(sandboxes.id, row.id), ne(sandboxes.status, "stopped")));
+      if (throwOnFailure) throw new ApiError(e instanceof ApiError ? e.status : 502, "failed to destroy sandbox in provider; it is retried, and shows status error until then");
+      return false;
+    }
+    this.destroyFailedAt.delete(row.id);
+    const reason = row.stopReason ?? "deleted";
+    return this.db.transaction(async (tx) => {
       const updated = await tx
         .update(sandboxes)
-        .set({ status: "stopped", stoppedAt: new Date(), stopReason: reason })
-        .where(and(eq(sandboxes.id, row.id), inArray(sandboxes.status, ["running", "paused"])))
+        .set({ status: "stopped", stoppedAt: new Date(), destroyError: null })
+        .where(and(eq(sandboxes.id, row.id), ne(sandboxes.status, "stopped")))
         .returning({ id: sandboxes.id });
       if (!updated.length) return false;
       await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.killed", data: { reason } });
       return true;
     });
-    if (claimed) {
-      try {
-        await this.backendOf(row).destroy(row.id, row.backendState);
-      } catch (e) {
-        this.log.error("sandbox destroy failed in backend", { sandboxId: row.id, backend: row.backend, err: e });
-      }
+  }
+
+  /**
+   * The destroys this process owes and has not finished: claims whose destroy failed or
+   * was cut short by a crash, and sandboxes of this node that were marked lost while it
+   * was away. Run by the reaper and each node heartbeat; a failure waits DESTROY_RETRY_MS.
+   */
+  async finishDestroys(): Promise<number> {
+    const rows = await this.db
+      .select()
+      .from(sandboxes)
+      .where(and(isNotNull(sandboxes.stopRequestedAt), ne(sandboxes.status, "stopped"), lte(sandboxes.stopRequestedAt, sql`now() - interval '2 seconds'`), this.mine()))
+      .orderBy(asc(sandboxes.stopRequestedAt))
+      .limit(100);
+    let n = 0;
+    for (const row of rows) {
+      const failed = this.destroyFailedAt.get(row.id);
+      if (failed !== undefined && performance.now() - failed < DESTROY_RETRY_MS) continue;
+      if (this.locks.has(row.id)) continue;
+      const done = await this.serial(row.id, async () => {
+        const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
+        if (!fresh || fresh.status === "stopped") return false;
+        return this.finishDestroy(fresh, false);
+      });
+      if (done) n++;
     }
-    return claimed;
+    return n;
   }
 
   private backendOf(row: SandboxRow): SandboxBackend {
+    this.ownedHere(row);
     return this.backend(row.backend);
   }
 
@@ -359,7 +447,8 @@ export class SandboxService {
    * `limit`, so a scrape stays bounded however many sandboxes run.
    */
   async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[]> {
-    const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
+    // The owner alone measures a sandbox: another node's are not on this host.
+    const rows = await this.db.select().from(sandboxes).where(and(inArray(sandboxes.status, ["running", "paused"]), this.mine())).orderBy(desc(sandboxes.id)).limit(limit);
     const out: { id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[] = [];
     for (const row of rows) {
       let backend: SandboxBackend;
@@ -432,22 +521,28 @@ export class SandboxService {
     }
   }
 
-  /** TTL reaper step: stops every running sandbox whose endAt has passed. Returns how many. */
+  /**
+   * TTL reaper step: claims the expired running sandboxes of this node (and those no node
+   * owns) in one UPDATE ... RETURNING over rows locked with SKIP LOCKED, so with several
+   * replicas each expired sandbox is claimed exactly once, by its owner; then destroys
+   * them. Returns how many were confirmed stopped.
+   */
   async reapExpired(): Promise<number> {
-    const due = await this.db
-      .select()
+    const due = this.db
+      .select({ id: sandboxes.id })
       .from(sandboxes)
-      .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`)))
-      .limit(100);
+      .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`), isNull(sandboxes.stopRequestedAt), this.mine()))
+      .orderBy(asc(sandboxes.endAt))
+      .limit(100)
+      .for("update", { skipLocked: true });
+    const claimed = await this.db
+      .update(sandboxes)
+      .set({ stopRequestedAt: sql`now()` as never, stopReason: "timeout" })
+      .where(and(inArray(sandboxes.id, due), eq(sandboxes.status, "running"), isNull(sandboxes.stopRequestedAt)))
+      .returning();
     let n = 0;
-    for (const row of due) {
-      const stopped = await this.serial(row.id, async () => {
-        // Re-read: the TTL may have been extended since the scan.
-        const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
-        if (!fresh || fresh.status !== "running" || fresh.endAt.getTime() > Date.now()) return false;
-        return this.stop(fresh, "timeout");
-      });
-      if (stopped) n++;
+    for (const row of claimed) {
+      if (await this.serial(row.id, () => this.finishDestroy(row, false))) n++;
     }
     return n;
   }
@@ -458,7 +553,7 @@ export class SandboxService {
    * the database does not list as live.
    */
   async reconcile(): Promise<void> {
-    const live = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
+    const live = await this.db.select().from(sandboxes).where(and(inArray(sandboxes.status, ["running", "paused"]), this.mine()));
     const liveIds = new Map<string, Set<string>>();
     for (const row of live) {
       const inst = this.registry.instance(row.backend, "sandbox");
@@ -477,12 +572,18 @@ export class SandboxService {
         continue;
       }
       if (found === "gone") {
-        await this.stop(row, "lost");
+        // Confirmed gone: the destroy only removes what is left of it (directory, cgroup).
+        const claimed = await this.claimStop(row, "lost");
+        if (claimed) await this.finishDestroy(claimed, false);
         this.log.warn("sandbox lost while the service was down", { sandboxId: row.id });
         continue;
       }
       ids.add(row.id);
       if (found === "foreign") continue;
+      // Made before sandbox nodes: this node runs it, so it is this node's from now on.
+      if (row.nodeId === null && inst.instance.nodeLocal && this.nodes) {
+        await this.db.update(sandboxes).set({ nodeId: this.nodes.id }).where(and(eq(sandboxes.id, row.id), isNull(sandboxes.nodeId)));
+      }
       // A crash between a backend pause/resume and its commit leaves the two disagreeing;
       // the database is what clients were told, so the backend follows it.
       const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
