@@ -88,7 +88,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
 
   constructor(private readonly opts: LocalOptions) {
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
-    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s) });
+    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s).catch((e) => opts.log.warn("warm sandbox not destroyed", { sandbox: dir, err: e })) });
   }
 
   /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
@@ -211,10 +211,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     // The cgroup holds every process of the sandbox, including any that escaped its pid
     // namespace's init (there are none by design, but the group is the ground truth).
     if (s.cgroup && this.cgroups) await this.cgroups.destroy(s.cgroup);
-    else if (procStat(s.initPid)?.startTime === s.initStart) {
-      signal(s.initPid, "SIGKILL");
-      for (let i = 0; i < 200 && procStat(s.initPid)?.startTime === s.initStart && procStat(s.initPid)?.state !== "Z"; i++) await Bun.sleep(5);
-    }
+    else if (procStat(s.initPid)?.startTime === s.initStart) signal(s.initPid, "SIGKILL");
+    // An empty cgroup is not yet a gone sandbox: its pid namespace's init leaves only once
+    // the kernel reaped every process of the namespace (it sleeps in exit meanwhile). A
+    // destroy reports success only when the init is gone too, so `stopped` is the truth;
+    // otherwise it fails, and is retried.
+    const initAlive = () => {
+      const st = procStat(s.initPid);
+      return !!st && st.startTime === s.initStart && st.state !== "Z" && st.state !== "X";
+    };
+    for (let i = 0; i < 400 && initAlive(); i++) await Bun.sleep(5);
+    if (initAlive()) throw new Error(`sandbox ${dir}: its init process ${s.initPid} has not exited 2 s after its processes were killed`);
     this.relays.forget(dir);
     await this.net?.release(dir, join(this.opts.root, dir));
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
