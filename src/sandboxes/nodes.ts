@@ -120,6 +120,7 @@ export class SandboxNodes {
     clearInterval(this.timer);
     this.timer = undefined;
     await this.beating;
+    await this.finishing;
   }
 
   private tick(): Promise<void> {
@@ -140,8 +141,11 @@ export class SandboxNodes {
       .values({ id: this.id, url: this.url, cpus: availableParallelism(), memoryMB: Math.round(totalmem() / 2 ** 20), startedAt: now as never, heartbeatAt: now as never })
       .onConflictDoUpdate({ target: sandboxNodes.id, set: { url: this.url, heartbeatAt: now as never, lostAt: null } });
     await this.markLost();
-    await this.onBeat?.();
+    // Not awaited: destroys may take seconds, and the next heartbeat must not wait for them.
+    if (this.onBeat && !this.finishing) this.finishing = this.onBeat().catch((e) => this.log.warn("sandbox node's destroys failed", { err: e })).finally(() => (this.finishing = undefined));
   }
+
+  private finishing: Promise<void> | undefined;
 
   /** Marks nodes silent for LOST_AFTER_BEATS heartbeats lost, with their live sandboxes. Returns the sandboxes marked. */
   async markLost(): Promise<string[]> {

@@ -23,7 +23,8 @@ import { requireBubblewrap } from "./helpers";
 // lost within the heartbeat window, and the node, back, destroys them.
 requireBubblewrap();
 
-const HEARTBEAT_MS = 300;
+// Lost after three missed heartbeats: 3 s, long enough for a replica busy on a loaded 2-core machine.
+const HEARTBEAT_MS = 1000;
 const cleanup: (() => unknown)[] = [];
 let root: string;
 let db: Awaited<ReturnType<typeof openDatabase>>;
