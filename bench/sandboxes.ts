@@ -14,6 +14,7 @@ import { pidsInNamespace, procStat } from "../providers/local/procfs";
 import { Sandbox } from "e2b";
 import { fmt, percentile, benchDatabase } from "./lib";
 import { networkBench } from "./sandbox-network";
+import { forwardedExecBench } from "./sandbox-replicas";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -208,6 +209,7 @@ export async function run() {
     console.log(`| memory per idle sandbox (PSS of its processes) | ${fmt(pss / IDLE / 1024, 2)} MiB |`);
     console.log(`| total PSS of ${IDLE} sandboxes | ${fmt(pss / 1024, 1)} MiB |`);
     for (const sid of created.splice(0)) await call("DELETE", `/sandboxes/${sid}`);
+    await forwardedExecBench(db.url);
     await networkBench(async (env) => {
       const svc = await benchService(db.url, env);
       return { call: svc.call, close: svc.close };
