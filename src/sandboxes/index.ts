@@ -1,3 +1,4 @@
+import { Elysia } from "elysia";
 import type { RouteModule } from "../http/route-module";
 import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
@@ -6,6 +7,7 @@ import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxQuotas } from "./quota";
 import { SandboxService } from "./service";
 import { sandboxForwarding } from "./forward";
+import { nodeCallSurface, nodeRoutes } from "./node-routes";
 import { nodeCredential, nodeIdentity, SandboxNodes } from "./nodes";
 import { secretsKeyFor } from "../events/secrets";
 import { loadTemplates } from "./templates";
@@ -64,8 +66,8 @@ export function sandboxNetworksOf(s: Services): SandboxNetworks {
 }
 
 export const sandboxesModule: RouteModule = {
-  surfaces: [sandboxSurface],
-  routes: (s) => sandboxRoutes(s, sandboxServiceOf(s)),
+  surfaces: [sandboxSurface, nodeCallSurface],
+  routes: (s) => new Elysia().use(sandboxRoutes(s, sandboxServiceOf(s))).use(nodeRoutes(sandboxNodesOf(s), sandboxServiceOf(s))),
   // A sandbox's requests go to the node that runs it (forward.ts), before anything else sees them.
   front: (s, dispatch) => sandboxForwarding({ nodes: sandboxNodesOf(s), domain: s.config.sandboxes.domain, dispatch, log: s.log.child({ module: "sandbox-forwarding" }) }),
   async start(s) {

@@ -10,7 +10,7 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import type { SandboxQuotas } from "./quota";
-import type { SandboxNodes } from "./nodes";
+import { NODE_CREDENTIAL_HEADER, type SandboxNodes } from "./nodes";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -33,6 +33,12 @@ const ROW_CACHE_MS = 2000;
 const EVENT_BATCH_MS = 250;
 /** A failed destroy is tried again at most this often. */
 const DESTROY_RETRY_MS = 10_000;
+
+/** The sandbox operations one node does for a caller on another (remote, serveRemote). */
+type RemoteOp = "exec" | "readFile" | "readFileBytes" | "writeFile" | "removeFile" | "listDir" | "kill" | "pause" | "connect" | "setTimeout";
+
+/** Where a node takes those operations (node-routes.ts). */
+export const NODE_CALL_PATH = "/internal/sandbox-node/call";
 
 /**
  * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
@@ -112,6 +118,87 @@ export class SandboxService {
    */
   private ownedHere(row: SandboxRow): void {
     if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
+  }
+
+  /** Whether another node runs the sandbox (its operations go there: remote). */
+  private elsewhere(row: SandboxRow): boolean {
+    return !!row.nodeId && !!this.nodes && row.nodeId !== this.nodes.id;
+  }
+
+  /**
+   * An operation of a caller in this process (an agent's tool call, a skill's upload) on
+   * a sandbox another node runs: done by that node (node-routes.ts), with the node
+   * credential. HTTP requests never get here: they are forwarded whole (forward.ts).
+   */
+  private async remote<T>(row: SandboxRow, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
+    const nodes = this.nodes!;
+    const nodeId = row.nodeId!;
+    const url = await nodes.urlOf(nodeId);
+    if (!url) throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which is not answering its heartbeat; retry shortly`, { headers: { "retry-after": "5" } });
+    const credential = nodes.outgoingCredential();
+    if (!credential) throw new ApiError(503, `sandbox ${row.id} runs on another replica (node ${nodeId}); set the same SECRETS_KEY on every replica so they can reach each other`);
+    let res: Response;
+    try {
+      res = await fetch(`${url.replace(/\/+$/, "")}${NODE_CALL_PATH}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", [NODE_CREDENTIAL_HEADER]: credential },
+        body: JSON.stringify({ op, organizationId: row.organizationId, sandboxId: row.id, args }),
+        signal,
+      });
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      nodes.forget(row.id, nodeId);
+      this.log.warn("sandbox node did not answer", { sandboxId: row.id, node: nodeId, err: e });
+      throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which did not answer; retry shortly`, { headers: { "retry-after": "5" } });
+    }
+    const body = (await res.json().catch(() => ({}))) as { result?: T; message?: string };
+    if (!res.ok) throw new ApiError(res.status, body.message ?? `sandbox node ${nodeId} answered ${res.status}`);
+    return body.result as T;
+  }
+
+  /**
+   * The owner's side of `remote`: the operation, done here. Refused for a sandbox this node
+   * does not run (a stale view of the caller's), so a call never travels twice.
+   */
+  async serveRemote(call: { op: string; organizationId: string; sandboxId: string; args: unknown[] }): Promise<unknown> {
+    const { organizationId: org, sandboxId: id, args } = call;
+    const row = await this.get(org, id);
+    if (this.elsewhere(row) || (row.nodeId === null && this.nodes)) throw new ApiError(409, `sandbox ${id} does not run on this node`);
+    const str = (i: number) => {
+      if (typeof args[i] !== "string") throw new ApiError(400, `argument ${i} of ${call.op} must be a string`);
+      return args[i] as string;
+    };
+    const num = (i: number) => {
+      if (typeof args[i] !== "number") throw new ApiError(400, `argument ${i} of ${call.op} must be a number`);
+      return args[i] as number;
+    };
+    switch (call.op as RemoteOp) {
+      case "exec": {
+        const input = args[0] as { cmd?: unknown; args?: unknown; timeout?: unknown };
+        if (typeof input?.cmd !== "string" || (input.args !== undefined && !(Array.isArray(input.args) && input.args.every((a) => typeof a === "string"))) || (input.timeout !== undefined && typeof input.timeout !== "number")) throw new ApiError(400, "exec: { cmd, args?, timeout? }");
+        return this.exec(org, id, input as { cmd: string; args?: string[]; timeout?: number });
+      }
+      case "readFile":
+        return this.readFile(org, id, str(0));
+      case "readFileBytes":
+        return Buffer.from(await this.readFileBytes(org, id, str(0), num(1))).toString("base64");
+      case "writeFile":
+        return this.writeFile(org, id, str(0), Buffer.from(str(1), "base64"));
+      case "removeFile":
+        return this.removeFile(org, id, str(0));
+      case "listDir":
+        return this.listDir(org, id, str(0));
+      case "kill":
+        return this.kill(org, id);
+      case "pause":
+        return void (await this.pause(org, id));
+      case "connect":
+        return void (await this.connect(org, id, args[0] === undefined || args[0] === null ? undefined : num(0)));
+      case "setTimeout":
+        return this.setTimeout(org, id, num(0));
+      default:
+        throw new ApiError(400, `unknown sandbox node operation: ${String(call.op).slice(0, 50)}`);
+    }
   }
 
   /** Whether a configured backend runs its sandboxes in this process's node (the local one): this process is then a sandbox node. */
@@ -265,7 +352,7 @@ export class SandboxService {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       if (row.status === "error" && row.stopReason === "lost") throw new ApiError(404, "sandbox is lost with its node; nothing to destroy from here (its node destroys it if it comes back)");
-      this.ownedHere(row);
+      if (this.elsewhere(row)) return void (await this.remote(row, "kill", []));
       // A destroy that failed before is tried again now.
       const retry = row.stopRequestedAt && row.status === "error";
       if (!retry && (row.status === "stopped" || row.status === "error")) throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
@@ -359,6 +446,7 @@ export class SandboxService {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
+      if (this.elsewhere(row)) return this.remote(row, "pause", []).then(() => this.get(organizationId, id));
       const backend = this.pausing(row);
       let state: BackendState | void;
       try {
@@ -380,6 +468,7 @@ export class SandboxService {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
+      if (this.elsewhere(row)) return this.remote(row, "connect", [timeout]).then(() => this.get(organizationId, id));
       if (row.status === "paused") {
         const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
         const endAt = new Date(Date.now() + timeoutSec * 1000);
@@ -396,6 +485,7 @@ export class SandboxService {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
+      if (this.elsewhere(row)) return void (await this.remote(row, "setTimeout", [timeout]));
       await this.updateEndAt(row, timeout);
     });
   }
@@ -423,6 +513,7 @@ export class SandboxService {
 
   async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }, signal?: AbortSignal): Promise<ExecResult> {
     const row = await this.running(organizationId, id);
+    if (this.elsewhere(row)) return this.remote(row, "exec", [input], signal);
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
@@ -485,27 +576,32 @@ export class SandboxService {
   /** A file's bytes, up to `maxBytes` (larger gives 400). */
   async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
     const row = await this.running(organizationId, id);
+    if (this.elsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
     return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
+    if (this.elsewhere(row)) return this.remote(row, "readFile", [path]);
     const data = await this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
   async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
+    if (this.elsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
     return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {
     const row = await this.running(organizationId, id);
+    if (this.elsewhere(row)) return void (await this.remote(row, "removeFile", [path]));
     await this.call(() => this.filesystem(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
   }
 
   async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
     const row = await this.running(organizationId, id);
+    if (this.elsewhere(row)) return this.remote(row, "listDir", [path]);
     return this.call(() => this.filesystem(row).list(row.id, row.backendState, path), "failed to list directory in provider");
   }
 

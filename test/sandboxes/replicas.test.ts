@@ -6,7 +6,11 @@ import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { eq, inArray } from "drizzle-orm";
 import { detectCgroups, parentGroupName } from "../../providers/local/cgroup/detect";
+import { loadConfig } from "../../src/config";
 import { openDatabase } from "../../src/db/client";
+import { sandboxServiceOf } from "../../src/sandboxes";
+import { nodeCredential } from "../../src/sandboxes/nodes";
+import { startServer } from "../../src/server";
 import { events } from "../../src/events/schema";
 import { KeyRepository } from "../../src/keys/keys";
 import { sandboxNodes } from "../../src/sandboxes/node-schema";
@@ -294,6 +298,40 @@ test("kill -9 of a node: its sandboxes are marked lost within the heartbeat wind
   await expectGone(id, "c");
   expect((await db.db.select().from(sandboxNodes).where(eq(sandboxNodes.id, nodeC)))[0].lostAt).toBeNull();
 }, 240_000);
+
+test("in-process callers of another replica (agents' tools): the sandbox's node does the operation; the internal call takes only the node credential", async () => {
+  const created = await call(procs.a, "POST", "/sandboxes", { templateID: "base" });
+  const id = created.body.sandboxID;
+  const organizationId = (await rowOf(id)).organizationId;
+  // A replica in this test's process, without the local backend: not a node itself.
+  const dir = mkdtempSync(join(root, "d-"));
+  const d = await startServer(loadConfig({ ...env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dir, LOG_LEVEL: "silent", SANDBOX_LOCAL: "off", PATH: process.env.PATH }));
+  try {
+    const svc = sandboxServiceOf(d.services);
+    const r = await svc.exec(organizationId, id, { cmd: "sh", args: ["-c", "echo from $(hostname)"] });
+    expect(r).toMatchObject({ exitCode: 0 });
+    await svc.writeFile(organizationId, id, "/home/user/agent.txt", new TextEncoder().encode("written by an agent"));
+    expect(Buffer.from((await svc.readFile(organizationId, id, "/home/user/agent.txt")).content, "base64").toString()).toBe("written by an agent");
+    expect((await svc.listDir(organizationId, id, "/home/user")).map((e) => e.name)).toContain("agent.txt");
+    expect((await svc.pause(organizationId, id)).status).toBe("paused");
+    expect((await svc.connect(organizationId, id, 300)).status).toBe("running");
+    // Another organization's id is not found, on the node as anywhere.
+    await expect(svc.exec("org_00000000000000000000000000", id, { cmd: "true" })).rejects.toMatchObject({ status: 404 });
+    // The node's internal call: nothing without the credential, or with a wrong one.
+    const body = JSON.stringify({ op: "exec", organizationId, sandboxId: id, args: [{ cmd: "true" }] });
+    for (const headers of [{}, { "x-sandbox-node-credential": "f".repeat(64) }] as Record<string, string>[]) {
+      const res = await fetch(`${procs.a.url}/internal/sandbox-node/call`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+      expect(res.status).toBe(403);
+    }
+    const good = await fetch(`${procs.a.url}/internal/sandbox-node/call`, { method: "POST", headers: { "content-type": "application/json", "x-sandbox-node-credential": nodeCredential(Buffer.from(env.SECRETS_KEY, "hex")) }, body });
+    expect(good.status).toBe(200);
+    await svc.kill(organizationId, id);
+    expect((await rowOf(id)).status).toBe("stopped");
+    await expectGone(id, "a");
+  } finally {
+    await d.stop();
+  }
+}, 120_000);
 
 const WS_ECHO = `
 import base64, hashlib, socket, struct, sys, threading
