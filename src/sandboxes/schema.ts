@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 import type { SandboxNetwork } from "./network";
 
@@ -38,7 +39,10 @@ export const sandboxes = pgTable(
     /** The last failed destroy's message (status `error` until a retry succeeds). */
     destroyError: text("destroy_error"),
   },
-  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt), index("sandboxes_node_idx").on(t.nodeId, t.status)],
+  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt), index("sandboxes_node_idx").on(t.nodeId, t.status),
+    // The destroys still owed (service.ts, finishDestroys: every reaper tick): few rows among many stopped ones.
+    index("sandboxes_destroy_pending_idx").on(t.stopRequestedAt).where(sql`stop_requested_at is not null and status <> 'stopped'`),
+  ],
 );
 
 export type SandboxRow = typeof sandboxes.$inferSelect;
