@@ -7,6 +7,7 @@ import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxQuotas } from "./quota";
 import { SandboxService } from "./service";
 import { sandboxForwarding } from "./forward";
+import { finishDestroys, reapExpired, reconcile } from "./sweeps";
 import { nodeCallSurface, nodeRoutes } from "./node-routes";
 import { nodeCredential, nodeIdentity, SandboxNodes } from "./nodes";
 import { secretsKeyFor } from "../events/secrets";
@@ -77,13 +78,13 @@ export const sandboxesModule: RouteModule = {
       const problem = svc.templateProblem(template);
       if (problem) s.log.warn("sandbox template unavailable", { template: template.id, problem });
     }
-    await svc.reconcile();
+    await reconcile(svc);
     await svc.quotas?.sweep();
     // A process with a backend whose sandboxes live in it (the local one) is a node:
     // registered with its address, heartbeating, and finishing the destroys it owes.
     // Every replica watches for lost nodes.
     const registers = svc.runsNodeLocalSandboxes();
-    nodes.onBeat = () => svc.finishDestroys().then(() => {});
+    nodes.onBeat = () => finishDestroys(svc).then(() => {});
     if (registers) s.onListening.push((url) => nodes.listening(url));
     nodes.start(registers);
     // The reaper reads endAt from the database, so TTLs survive restarts: a sandbox
@@ -92,9 +93,8 @@ export const sandboxesModule: RouteModule = {
     let running: Promise<void> | undefined;
     const timer = setInterval(() => {
       if (stopped || running) return;
-      running = svc
-        .reapExpired()
-        .then(() => svc.finishDestroys())
+      running = reapExpired(svc)
+        .then(() => finishDestroys(svc))
         .then(() => {}, (e) => s.log.error("sandbox reaper failed", { err: e }))
         .finally(() => (running = undefined));
     }, s.config.sandboxes.reaperIntervalMs);

@@ -4,6 +4,7 @@ import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
 import type { SandboxNodes } from "./nodes";
 import { NODE_CREDENTIAL_HEADER } from "./nodes";
+import { serveNodeCall } from "./node-calls";
 import type { SandboxService } from "./service";
 
 /**
@@ -20,7 +21,7 @@ export const nodeCallSurface: Surface = { prefix: "/internal/sandbox-node", fami
 export function nodeRoutes(nodes: SandboxNodes, sandboxes: SandboxService) {
   return new Elysia({ prefix: "/internal/sandbox-node" }).use(requestContext).post(
     "/call",
-    async ({ body }) => ({ result: (await sandboxes.serveRemote(body)) ?? null }),
+    async ({ body }) => ({ result: (await serveNodeCall(sandboxes, body)) ?? null }),
     {
       beforeHandle({ request }) {
         if (!nodes.accepts(request.headers.get(NODE_CREDENTIAL_HEADER) ?? "")) throw new ApiError(403, "only the service's replicas call this");

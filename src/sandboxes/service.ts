@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lte, ne, or, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
@@ -10,7 +10,9 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import type { SandboxQuotas } from "./quota";
-import { NODE_CREDENTIAL_HEADER, type SandboxNodes } from "./nodes";
+import type { SandboxNodes } from "./nodes";
+import { callNode, type RemoteOp } from "./node-calls";
+import { claimStop, finishDestroy } from "./sweeps";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -31,14 +33,7 @@ export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
 const EVENT_BATCH_MS = 250;
-/** A failed destroy is tried again at most this often. */
-const DESTROY_RETRY_MS = 10_000;
 
-/** The sandbox operations one node does for a caller on another (remote, serveRemote). */
-type RemoteOp = "exec" | "readFile" | "readFileBytes" | "writeFile" | "removeFile" | "listDir" | "kill" | "pause" | "connect" | "setTimeout";
-
-/** Where a node takes those operations (node-routes.ts). */
-export const NODE_CALL_PATH = "/internal/sandbox-node/call";
 
 /**
  * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
@@ -47,7 +42,7 @@ export const NODE_CALL_PATH = "/internal/sandbox-node/call";
  * cannot interleave with a delete or the reaper.
  */
 export class SandboxService {
-  private readonly locks = new Map<string, Promise<unknown>>();
+  readonly locks = new Map<string, Promise<unknown>>();
   /**
    * Running sandboxes recently read, for the command and file hot path (a database
    * round trip costs more than the command itself). Lifecycle changes made here drop
@@ -70,14 +65,14 @@ export class SandboxService {
   /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
   nodes?: SandboxNodes;
   /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
-  private readonly destroyFailedAt = new Map<string, number>();
+  readonly destroyFailedAt = new Map<string, number>();
   private writing: Promise<void> | undefined;
 
   constructor(
-    private readonly db: Db,
-    private readonly registry: Registry,
+    readonly db: Db,
+    readonly registry: Registry,
     readonly templates: Map<string, SandboxTemplate>,
-    private readonly log: Logger,
+    readonly log: Logger,
   ) {}
 
   backend(name: string): SandboxBackend {
@@ -120,85 +115,14 @@ export class SandboxService {
     if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
   }
 
-  /** Whether another node runs the sandbox (its operations go there: remote). */
-  private elsewhere(row: SandboxRow): boolean {
+  /** Whether another node runs the sandbox (its operations go there: node-calls.ts). */
+  runsElsewhere(row: SandboxRow): boolean {
     return !!row.nodeId && !!this.nodes && row.nodeId !== this.nodes.id;
   }
 
-  /**
-   * An operation of a caller in this process (an agent's tool call, a skill's upload) on
-   * a sandbox another node runs: done by that node (node-routes.ts), with the node
-   * credential. HTTP requests never get here: they are forwarded whole (forward.ts).
-   */
-  private async remote<T>(row: SandboxRow, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
-    const nodes = this.nodes!;
-    const nodeId = row.nodeId!;
-    const url = await nodes.urlOf(nodeId);
-    if (!url) throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which is not answering its heartbeat; retry shortly`, { headers: { "retry-after": "5" } });
-    const credential = nodes.outgoingCredential();
-    if (!credential) throw new ApiError(503, `sandbox ${row.id} runs on another replica (node ${nodeId}); set the same SECRETS_KEY on every replica so they can reach each other`);
-    let res: Response;
-    try {
-      res = await fetch(`${url.replace(/\/+$/, "")}${NODE_CALL_PATH}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", [NODE_CREDENTIAL_HEADER]: credential },
-        body: JSON.stringify({ op, organizationId: row.organizationId, sandboxId: row.id, args }),
-        signal,
-      });
-    } catch (e) {
-      if (signal?.aborted) throw e;
-      nodes.forget(row.id, nodeId);
-      this.log.warn("sandbox node did not answer", { sandboxId: row.id, node: nodeId, err: e });
-      throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which did not answer; retry shortly`, { headers: { "retry-after": "5" } });
-    }
-    const body = (await res.json().catch(() => ({}))) as { result?: T; message?: string };
-    if (!res.ok) throw new ApiError(res.status, body.message ?? `sandbox node ${nodeId} answered ${res.status}`);
-    return body.result as T;
-  }
-
-  /**
-   * The owner's side of `remote`: the operation, done here. Refused for a sandbox this node
-   * does not run (a stale view of the caller's), so a call never travels twice.
-   */
-  async serveRemote(call: { op: string; organizationId: string; sandboxId: string; args: unknown[] }): Promise<unknown> {
-    const { organizationId: org, sandboxId: id, args } = call;
-    const row = await this.get(org, id);
-    if (this.elsewhere(row) || (row.nodeId === null && this.nodes)) throw new ApiError(409, `sandbox ${id} does not run on this node`);
-    const str = (i: number) => {
-      if (typeof args[i] !== "string") throw new ApiError(400, `argument ${i} of ${call.op} must be a string`);
-      return args[i] as string;
-    };
-    const num = (i: number) => {
-      if (typeof args[i] !== "number") throw new ApiError(400, `argument ${i} of ${call.op} must be a number`);
-      return args[i] as number;
-    };
-    switch (call.op as RemoteOp) {
-      case "exec": {
-        const input = args[0] as { cmd?: unknown; args?: unknown; timeout?: unknown };
-        if (typeof input?.cmd !== "string" || (input.args !== undefined && !(Array.isArray(input.args) && input.args.every((a) => typeof a === "string"))) || (input.timeout !== undefined && typeof input.timeout !== "number")) throw new ApiError(400, "exec: { cmd, args?, timeout? }");
-        return this.exec(org, id, input as { cmd: string; args?: string[]; timeout?: number });
-      }
-      case "readFile":
-        return this.readFile(org, id, str(0));
-      case "readFileBytes":
-        return Buffer.from(await this.readFileBytes(org, id, str(0), num(1))).toString("base64");
-      case "writeFile":
-        return this.writeFile(org, id, str(0), Buffer.from(str(1), "base64"));
-      case "removeFile":
-        return this.removeFile(org, id, str(0));
-      case "listDir":
-        return this.listDir(org, id, str(0));
-      case "kill":
-        return this.kill(org, id);
-      case "pause":
-        return void (await this.pause(org, id));
-      case "connect":
-        return void (await this.connect(org, id, args[0] === undefined || args[0] === null ? undefined : num(0)));
-      case "setTimeout":
-        return this.setTimeout(org, id, num(0));
-      default:
-        throw new ApiError(400, `unknown sandbox node operation: ${String(call.op).slice(0, 50)}`);
-    }
+  /** An operation on a sandbox another node runs, done by that node (node-calls.ts); HTTP requests never get here (forward.ts forwards them whole). */
+  private remote<T>(row: SandboxRow, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
+    return callNode<T>(this.nodes!, this.log, row, op, args, signal);
   }
 
   /** Whether a configured backend runs its sandboxes in this process's node (the local one): this process is then a sandbox node. */
@@ -207,7 +131,7 @@ export class SandboxService {
   }
 
   /** The conditions of the rows this process acts on: its node's, and those no node owns. */
-  private mine(): SQL | undefined {
+  mine(): SQL | undefined {
     return this.nodes ? or(eq(sandboxes.nodeId, this.nodes.id), isNull(sandboxes.nodeId)) : undefined;
   }
 
@@ -352,91 +276,17 @@ export class SandboxService {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       if (row.status === "error" && row.stopReason === "lost") throw new ApiError(404, "sandbox is lost with its node; nothing to destroy from here (its node destroys it if it comes back)");
-      if (this.elsewhere(row)) return void (await this.remote(row, "kill", []));
+      if (this.runsElsewhere(row)) return void (await this.remote(row, "kill", []));
       // A destroy that failed before is tried again now.
       const retry = row.stopRequestedAt && row.status === "error";
       if (!retry && (row.status === "stopped" || row.status === "error")) throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
-      const claimed = retry ? row : await this.claimStop(row, "deleted");
+      const claimed = retry ? row : await claimStop(this, row, "deleted");
       if (!claimed) throw new ApiError(404, "sandbox is already being destroyed");
-      await this.finishDestroy(claimed, true);
+      await finishDestroy(this, claimed, true);
     });
   }
 
-  /**
-   * Claims a live sandbox's destruction (exactly one caller wins): it stays in its status
-   * until its owner confirmed the processes gone (finishDestroy).
-   */
-  private async claimStop(row: SandboxRow, reason: string): Promise<SandboxRow | undefined> {
-    const [claimed] = await this.db
-      .update(sandboxes)
-      .set({ stopRequestedAt: sql`now()` as never, stopReason: reason })
-      .where(and(eq(sandboxes.id, row.id), inArray(sandboxes.status, ["running", "paused"]), isNull(sandboxes.stopRequestedAt)))
-      .returning();
-    return claimed;
-  }
-
-  /**
-   * Destroys a claimed sandbox in its backend, then marks it `stopped` with its `killed`
-   * event: only once the backend confirmed its processes gone. A failed destroy leaves it
-   * `error` with the failure in `destroyError`; finishDestroys tries again. A crash
-   * between the claim and here leaves the claim, which finishDestroys finds too.
-   */
-  private async finishDestroy(row: SandboxRow, throwOnFailure: boolean): Promise<boolean> {
-    try {
-      await this.backendOf(row).destroy(row.id, row.backendState);
-    } catch (e) {
-      const message = e instanceof Error ? e.message : String(e);
-      this.destroyFailedAt.set(row.id, performance.now());
-      this.log.error("sandbox destroy failed in backend; retried", { sandboxId: row.id, backend: row.backend, err: e });
-      await this.db
-        .update(sandboxes)
-        .set({ status: "error", destroyError: message.slice(0, 1000) })
-        .where(and(eq(sandboxes.id, row.id), ne(sandboxes.status, "stopped")));
-      if (throwOnFailure) throw new ApiError(e instanceof ApiError ? e.status : 502, "failed to destroy sandbox in provider; it is retried, and shows status error until then");
-      return false;
-    }
-    this.destroyFailedAt.delete(row.id);
-    const reason = row.stopReason ?? "deleted";
-    return this.db.transaction(async (tx) => {
-      const updated = await tx
-        .update(sandboxes)
-        .set({ status: "stopped", stoppedAt: new Date(), destroyError: null })
-        .where(and(eq(sandboxes.id, row.id), ne(sandboxes.status, "stopped")))
-        .returning({ id: sandboxes.id });
-      if (!updated.length) return false;
-      await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.killed", data: { reason } });
-      return true;
-    });
-  }
-
-  /**
-   * The destroys this process owes and has not finished: claims whose destroy failed or
-   * was cut short by a crash, and sandboxes of this node that were marked lost while it
-   * was away. Run by the reaper and each node heartbeat; a failure waits DESTROY_RETRY_MS.
-   */
-  async finishDestroys(): Promise<number> {
-    const rows = await this.db
-      .select()
-      .from(sandboxes)
-      .where(and(isNotNull(sandboxes.stopRequestedAt), ne(sandboxes.status, "stopped"), lte(sandboxes.stopRequestedAt, sql`now() - interval '2 seconds'`), this.mine()))
-      .orderBy(asc(sandboxes.stopRequestedAt))
-      .limit(100);
-    let n = 0;
-    for (const row of rows) {
-      const failed = this.destroyFailedAt.get(row.id);
-      if (failed !== undefined && performance.now() - failed < DESTROY_RETRY_MS) continue;
-      if (this.locks.has(row.id)) continue;
-      const done = await this.serial(row.id, async () => {
-        const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
-        if (!fresh || fresh.status === "stopped") return false;
-        return this.finishDestroy(fresh, false);
-      });
-      if (done) n++;
-    }
-    return n;
-  }
-
-  private backendOf(row: SandboxRow): SandboxBackend {
+  backendOf(row: SandboxRow): SandboxBackend {
     this.ownedHere(row);
     return this.backend(row.backend);
   }
@@ -446,7 +296,7 @@ export class SandboxService {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
-      if (this.elsewhere(row)) return this.remote(row, "pause", []).then(() => this.get(organizationId, id));
+      if (this.runsElsewhere(row)) return this.remote(row, "pause", []).then(() => this.get(organizationId, id));
       const backend = this.pausing(row);
       let state: BackendState | void;
       try {
@@ -468,7 +318,7 @@ export class SandboxService {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
-      if (this.elsewhere(row)) return this.remote(row, "connect", [timeout]).then(() => this.get(organizationId, id));
+      if (this.runsElsewhere(row)) return this.remote(row, "connect", [timeout]).then(() => this.get(organizationId, id));
       if (row.status === "paused") {
         const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
         const endAt = new Date(Date.now() + timeoutSec * 1000);
@@ -485,7 +335,7 @@ export class SandboxService {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
-      if (this.elsewhere(row)) return void (await this.remote(row, "setTimeout", [timeout]));
+      if (this.runsElsewhere(row)) return void (await this.remote(row, "setTimeout", [timeout]));
       await this.updateEndAt(row, timeout);
     });
   }
@@ -513,7 +363,7 @@ export class SandboxService {
 
   async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }, signal?: AbortSignal): Promise<ExecResult> {
     const row = await this.running(organizationId, id);
-    if (this.elsewhere(row)) return this.remote(row, "exec", [input], signal);
+    if (this.runsElsewhere(row)) return this.remote(row, "exec", [input], signal);
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
@@ -576,32 +426,32 @@ export class SandboxService {
   /** A file's bytes, up to `maxBytes` (larger gives 400). */
   async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
     const row = await this.running(organizationId, id);
-    if (this.elsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
+    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
     return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
-    if (this.elsewhere(row)) return this.remote(row, "readFile", [path]);
+    if (this.runsElsewhere(row)) return this.remote(row, "readFile", [path]);
     const data = await this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
   async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
-    if (this.elsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
+    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
     return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {
     const row = await this.running(organizationId, id);
-    if (this.elsewhere(row)) return void (await this.remote(row, "removeFile", [path]));
+    if (this.runsElsewhere(row)) return void (await this.remote(row, "removeFile", [path]));
     await this.call(() => this.filesystem(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
   }
 
   async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
     const row = await this.running(organizationId, id);
-    if (this.elsewhere(row)) return this.remote(row, "listDir", [path]);
+    if (this.runsElsewhere(row)) return this.remote(row, "listDir", [path]);
     return this.call(() => this.filesystem(row).list(row.id, row.backendState, path), "failed to list directory in provider");
   }
 
@@ -617,77 +467,4 @@ export class SandboxService {
     }
   }
 
-  /**
-   * TTL reaper step: claims the expired running sandboxes of this node (and those no node
-   * owns) in one UPDATE ... RETURNING over rows locked with SKIP LOCKED, so with several
-   * replicas each expired sandbox is claimed exactly once, by its owner; then destroys
-   * them. Returns how many were confirmed stopped.
-   */
-  async reapExpired(): Promise<number> {
-    const due = this.db
-      .select({ id: sandboxes.id })
-      .from(sandboxes)
-      .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`), isNull(sandboxes.stopRequestedAt), this.mine()))
-      .orderBy(asc(sandboxes.endAt))
-      .limit(100)
-      .for("update", { skipLocked: true });
-    const claimed = await this.db
-      .update(sandboxes)
-      .set({ stopRequestedAt: sql`now()` as never, stopReason: "timeout" })
-      .where(and(inArray(sandboxes.id, due), eq(sandboxes.status, "running"), isNull(sandboxes.stopRequestedAt)))
-      .returning();
-    let n = 0;
-    for (const row of claimed) {
-      if (await this.serial(row.id, () => this.finishDestroy(row, false))) n++;
-    }
-    return n;
-  }
-
-  /**
-   * Start-up reconciliation: sandboxes the database lists as live but the backend no
-   * longer has are stopped (`killed`, reason `lost`); backends then remove leftovers
-   * the database does not list as live.
-   */
-  async reconcile(): Promise<void> {
-    const live = await this.db.select().from(sandboxes).where(and(inArray(sandboxes.status, ["running", "paused"]), this.mine()));
-    const liveIds = new Map<string, Set<string>>();
-    for (const row of live) {
-      const inst = this.registry.instance(row.backend, "sandbox");
-      if (!inst) {
-        this.log.warn("sandbox backend not configured; leaving sandbox as it is", { sandboxId: row.id, backend: row.backend });
-        continue;
-      }
-      let ids = liveIds.get(row.backend);
-      if (!ids) liveIds.set(row.backend, (ids = new Set()));
-      let found: string;
-      try {
-        found = await inst.instance.liveness(row.id, row.backendState);
-      } catch (e) {
-        this.log.warn("sandbox liveness check failed; leaving it as it is", { sandboxId: row.id, err: e });
-        ids.add(row.id);
-        continue;
-      }
-      if (found === "gone") {
-        // Confirmed gone: the destroy only removes what is left of it (directory, cgroup).
-        const claimed = await this.claimStop(row, "lost");
-        if (claimed) await this.finishDestroy(claimed, false);
-        this.log.warn("sandbox lost while the service was down", { sandboxId: row.id });
-        continue;
-      }
-      ids.add(row.id);
-      if (found === "foreign") continue;
-      // Made before sandbox nodes: this node runs it, so it is this node's from now on.
-      if (row.nodeId === null && inst.instance.nodeLocal && this.nodes) {
-        await this.db.update(sandboxes).set({ nodeId: this.nodes.id }).where(and(eq(sandboxes.id, row.id), isNull(sandboxes.nodeId)));
-      }
-      // A crash between a backend pause/resume and its commit leaves the two disagreeing;
-      // the database is what clients were told, so the backend follows it.
-      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
-      if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") await pausing?.resume(row.id, row.backendState, 0).catch(() => {});
-    }
-    for (const inst of this.registry.instancesOf("sandbox")) {
-      await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
-    }
-  }
 }
