@@ -63,7 +63,12 @@ export function sandboxForwarding(d: ForwardingDeps) {
 
   const route = async (request: Request, sandboxId: string, server: Server<unknown> | null): Promise<Response> => {
     const known = nodes.known(sandboxId);
-    const target = known ? { nodeId: known, url: await nodes.urlOf(known) } : await nodes.lookup(sandboxId);
+    let target = known ? { nodeId: known, url: await nodes.urlOf(known) } : await nodes.lookup(sandboxId);
+    // Its node is lost (or gone from the table): read the sandbox again; a lost one is served here (409).
+    if (target && !target.url) {
+      nodes.forget(sandboxId, target.nodeId);
+      target = await nodes.lookup(sandboxId);
+    }
     if (!target) return serveHere(request);
     if (!target.url) return refusal(503, `sandbox ${sandboxId} runs on node ${target.nodeId}, which is not answering its heartbeat; retry shortly (it is marked lost if it does not come back)`, { "retry-after": "5" });
     const credential = nodes.outgoingCredential();

@@ -3,7 +3,26 @@ import { pauseOf } from "./backend";
 import { ApiError } from "../http/errors";
 import { recordEvent } from "../events/record";
 import { type SandboxRow, sandboxes } from "./schema";
-import type { SandboxService } from "./service";
+import type { SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import type { Logger } from "../log";
+import type { Registry } from "../registry/registry";
+import type { SandboxBackend } from "./backend";
+import type { SandboxNodes } from "./nodes";
+
+/** What these passes use of the sandbox service (service.ts), named here so the two modules do not import each other. */
+export interface SweptService {
+  readonly db: Db;
+  readonly log: Logger;
+  readonly registry: Registry;
+  readonly nodes?: SandboxNodes;
+  readonly locks: Map<string, Promise<unknown>>;
+  readonly destroyFailedAt: Map<string, number>;
+  serial<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /** The rows this process acts on: its node's and those no node owns. */
+  mine(): SQL | undefined;
+  backendOf(row: SandboxRow): SandboxBackend;
+}
 
 /** A failed destroy is tried again at most this often. */
 export const DESTROY_RETRY_MS = 10_000;
@@ -12,7 +31,7 @@ export const DESTROY_RETRY_MS = 10_000;
  * Claims a live sandbox's destruction (exactly one caller wins): it stays in its status
  * until its owner confirmed the processes gone (finishDestroy).
  */
-export async function claimStop(svc: SandboxService, row: SandboxRow, reason: string): Promise<SandboxRow | undefined> {
+export async function claimStop(svc: SweptService, row: SandboxRow, reason: string): Promise<SandboxRow | undefined> {
   const [claimed] = await svc.db
     .update(sandboxes)
     .set({ stopRequestedAt: sql`now()` as never, stopReason: reason })
@@ -27,7 +46,7 @@ export async function claimStop(svc: SandboxService, row: SandboxRow, reason: st
  * `error` with the failure in `destroyError`; finishDestroys tries again. A crash
  * between the claim and here leaves the claim, which finishDestroys finds too.
  */
-export async function finishDestroy(svc: SandboxService, row: SandboxRow, throwOnFailure: boolean): Promise<boolean> {
+export async function finishDestroy(svc: SweptService, row: SandboxRow, throwOnFailure: boolean): Promise<boolean> {
   try {
     await svc.backendOf(row).destroy(row.id, row.backendState);
   } catch (e) {
@@ -66,7 +85,7 @@ export async function finishDestroy(svc: SandboxService, row: SandboxRow, throwO
  * replicas each expired sandbox is claimed exactly once, by its owner; then destroys
  * them. Returns how many were confirmed stopped.
  */
-export async function reapExpired(svc: SandboxService): Promise<number> {
+export async function reapExpired(svc: SweptService): Promise<number> {
   const due = svc.db
     .select({ id: sandboxes.id })
     .from(sandboxes)
@@ -91,7 +110,7 @@ export async function reapExpired(svc: SandboxService): Promise<number> {
  * was cut short by a crash, and sandboxes of this node that were marked lost while it
  * was away. Run by the reaper and each node heartbeat; a failure waits DESTROY_RETRY_MS.
  */
-export async function finishDestroys(svc: SandboxService): Promise<number> {
+export async function finishDestroys(svc: SweptService): Promise<number> {
   const rows = await svc.db
     .select()
     .from(sandboxes)
@@ -118,7 +137,7 @@ export async function finishDestroys(svc: SandboxService): Promise<number> {
  * longer has are stopped (`killed`, reason `lost`); backends then remove leftovers
  * the database does not list as live.
  */
-export async function reconcile(svc: SandboxService): Promise<void> {
+export async function reconcile(svc: SweptService): Promise<void> {
   const live = await svc.db.select().from(sandboxes).where(and(inArray(sandboxes.status, ["running", "paused"]), svc.mine()));
   const liveIds = new Map<string, Set<string>>();
   for (const row of live) {
