@@ -116,26 +116,25 @@ export function sandboxForwarding(d: ForwardingDeps) {
 
   const refused = () => refusal(403, `invalid ${NODE_CREDENTIAL_HEADER}: only the service's replicas send it`);
 
-  // Written without `return f(` and async keywords: Elysia reads hook sources (see http/core.ts).
+  // Written without `return f(` and async keywords, also after the transpiler (which folds
+  // `const a = f(); return a;` into `return f(`): Elysia reads hook sources (see http/core.ts).
   return new Elysia({ name: "sandbox-forwarding" }).onRequest(function forwardToOwner({ request, server }) {
     if (local.has(request)) return;
+    let answer: Response | Promise<Response> | undefined;
     const presented = request.headers.get(NODE_CREDENTIAL_HEADER);
     // Forwarded by a replica: served here, never forwarded again.
     if (presented !== null) {
-      if (nodes.accepts(presented)) return;
-      const refusedAnswer = refused();
-      return refusedAnswer;
+      if (!nodes.accepts(presented)) answer = refused();
+    } else {
+      const url = request.url;
+      const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+      const queryStart = url.indexOf("?", pathStart);
+      const path = queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
+      const sandboxId = sandboxIdOf(request, path, suffix);
+      const owner = sandboxId ? nodes.known(sandboxId) : null;
+      // Ours, or served by any replica: the common case costs a map lookup.
+      if (sandboxId && owner !== null && owner !== nodes.id) answer = route(request, sandboxId, server);
     }
-    const url = request.url;
-    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-    const queryStart = url.indexOf("?", pathStart);
-    const path = queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
-    const sandboxId = sandboxIdOf(request, path, suffix);
-    if (!sandboxId) return;
-    const owner = nodes.known(sandboxId);
-    // Ours, or served by any replica: the common case costs a map lookup.
-    if (owner === null || owner === nodes.id) return;
-    const answer = route(request, sandboxId, server);
     if (answer) return answer;
   });
 }
