@@ -15,6 +15,7 @@ import { Sandbox } from "e2b";
 import { fmt, percentile, benchDatabase } from "./lib";
 import { networkBench } from "./sandbox-network";
 import { lifecycleBench } from "./sandbox-lifecycle";
+import { forwardedExecBench } from "./sandbox-replicas";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -225,6 +226,7 @@ export async function run() {
     console.log(`| memory per idle sandbox (PSS of its processes) | ${fmt(pss / IDLE / 1024, 2)} MiB |`);
     console.log(`| total PSS of ${IDLE} sandboxes | ${fmt(pss / 1024, 1)} MiB |`);
     for (const sid of created.splice(0)) await call("DELETE", `/sandboxes/${sid}`);
+    await forwardedExecBench(db.url);
     await networkBench(async (env) => {
       const svc = await benchService(db.url, env);
       return { call: svc.call, close: svc.close };

@@ -72,7 +72,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   // Modules' front doors first (a sandbox's host name: the sandbox's requests, CORS preflights included).
   let app = new Elysia();
   for (const m of modules) {
-    const front = m.front?.(s);
+    const front = m.front?.(s, core.dispatch);
     if (front) app = app.use(front) as unknown as typeof app;
   }
   // CORS next: a preflight is answered before authentication (it never carries credentials).

@@ -72,6 +72,8 @@ const HOST_TOOLS: [string, string][] = [
  * each time, which keeps a command round trip to a few milliseconds.
  */
 export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, SandboxNetworking {
+  /** Its sandboxes are this process's (cgroups under its data directory's parent group): the service makes it a sandbox node. */
+  readonly nodeLocal = true;
   /**
    * The service must run as root: it gives each sandbox its own host uid, it joins
    * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
@@ -87,7 +89,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
 
   constructor(private readonly opts: LocalOptions) {
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
-    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s) });
+    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s).catch((e) => opts.log.warn("warm sandbox not destroyed", { sandbox: dir, err: e })) });
   }
 
   /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
@@ -181,7 +183,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       }));
     await this.settle(spec.sandboxId, started, spec.network, spec.fromSnapshot ? this.snapshotPath(spec.fromSnapshot) : undefined);
     this.pool.refill(spec.template);
-    return started.state;
+    return { ...started.state, root: this.opts.root };
   }
 
   /**
@@ -240,10 +242,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     // The cgroup holds every process of the sandbox, including any that escaped its pid
     // namespace's init (there are none by design, but the group is the ground truth).
     if (s.cgroup && this.cgroups) await this.cgroups.destroy(s.cgroup);
-    else if (procStat(s.initPid)?.startTime === s.initStart) {
-      signal(s.initPid, "SIGKILL");
-      for (let i = 0; i < 200 && procStat(s.initPid)?.startTime === s.initStart && procStat(s.initPid)?.state !== "Z"; i++) await Bun.sleep(5);
-    }
+    else if (procStat(s.initPid)?.startTime === s.initStart) signal(s.initPid, "SIGKILL");
+    // An empty cgroup is not yet a gone sandbox: its pid namespace's init leaves only once
+    // the kernel reaped every process of the namespace (it sleeps in exit meanwhile). A
+    // destroy reports success only when the init is gone too, so `stopped` is the truth;
+    // otherwise it fails, and is retried.
+    const initAlive = () => {
+      const st = procStat(s.initPid);
+      return !!st && st.startTime === s.initStart && st.state !== "Z" && st.state !== "X";
+    };
+    for (let i = 0; i < 400 && initAlive(); i++) await Bun.sleep(5);
+    if (initAlive()) throw new Error(`sandbox ${dir}: its init process ${s.initPid} has not exited 2 s after its processes were killed`);
     this.relays.forget(dir);
     await this.net?.release(dir, join(this.opts.root, dir));
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
@@ -272,10 +281,20 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private live(id: string, state: BackendState): LocalState {
     const s = state as LocalState;
     if (s.host !== HOST_ID) throw new BackendError(409, `sandbox ${id} runs on another host (${s.host.split("/")[0]}); use the service there`);
+    if (!this.ours(s)) throw new BackendError(409, `sandbox ${id} belongs to another service's data directory on this host; use the service there`);
     const st = procStat(s.initPid);
     // A zombie init (killed, not yet reaped) is as gone as a missing one.
     if (!st || st.startTime !== s.initStart || st.state === "Z" || st.state === "X") throw new BackendError(409, `sandbox ${id} is no longer running on this host`);
     return s;
+  }
+
+  /**
+   * Whether a sandbox of this host is this service's: two services on one host (other
+   * DATA_DIRs) have parent cgroups of their own and must not touch each other's.
+   * States written before `root` existed are this host's only service's.
+   */
+  private ours(s: LocalState): boolean {
+    return s.root === undefined || s.root === this.opts.root;
   }
 
   /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
@@ -491,6 +510,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     // Paused to disk, or paused before a reboot of this host: its files were all there was.
     if (s.onDisk || (s.host && s.host !== HOST_ID && sameMachine(s.host))) return;
     if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
+    if (!this.ours(s)) throw new Error(`sandbox ${id} belongs to another service's data directory on this host (${s.root}); not destroyed from here`);
     // Killing a pid namespace's init kills every process in the namespace; the cgroup's
     // kill covers the rest.
     await this.destroyDir(id, s);
@@ -502,6 +522,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const onDisk = existsSync(this.pausedPath(id)) && sameMachine(s.host);
     if (s.onDisk) return onDisk ? "paused" : "gone";
     if (s.host !== HOST_ID) return onDisk ? "paused" : "foreign";
+    // Another service's data directory on this host (another sandbox node): not ours to judge.
+    if (!this.ours(s)) return "foreign";
     if (!this.running(s) && onDisk) return "paused";
     const st = procStat(s.initPid);
     if (!st || st.startTime !== s.initStart || st.state === "Z") return "gone";

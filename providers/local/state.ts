@@ -14,6 +14,8 @@ export interface LocalState extends BackendState {
   host: string;
   /** Its cgroup's name under the service's parent group; absent when running without cgroups. */
   cgroup?: string;
+  /** The sandbox root (DATA_DIR/sandboxes) of the service that made it: a host runs several services' sandboxes. */
+  root?: string;
   /** The limits it runs with. */
   resources?: SandboxResources;
   /** Paused to disk: no processes, only its files (DATA_DIR/sandboxes/.paused/<id>.tar). */

@@ -10,6 +10,9 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "sandbox.lifecycle.killed",
     // Beyond the spec's table: a snapshot of the sandbox's files was taken (E2B's snapshots).
     "sandbox.lifecycle.snapshotted",
+    // Beyond the spec's table: the sandbox's node stopped answering (README: Replicas);
+    // its status is `error` from then on, and `killed` follows once its node destroyed it.
+    "sandbox.lifecycle.lost",
     "router.process.completed",
     "router.skill.completed",
   ],

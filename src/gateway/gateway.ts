@@ -3,6 +3,7 @@ import { rawBodies } from "../http/body";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
 import { observabilityFor } from "../observability/wiring";
+import { SharedCooldowns } from "./shared-cooldowns";
 import type { Services } from "../services";
 import { admit, release } from "./admission";
 import { gatewayConfig } from "./config";
@@ -37,6 +38,14 @@ export class Gateway {
     this.router = new Router(this.providers, config, { vendorOf: (m) => catalog.get(m)?.vendor });
     const observe = observabilityFor(s);
     if (observe) this.router.onCooldown = (c) => observe.cooldown(c.provider, c.model);
+    if (s.config.redisUrl) {
+      const shared = new SharedCooldowns(s.config.redisUrl, s.config.limits.redisKeyPrefix, s.log.child({ module: "gateway" }), { cooldownFailures: config.options.cooldownFailures, cooldownMs: config.options.cooldownSeconds * 1000 }, (key, h) =>
+        this.router.applyShared(key, h),
+      );
+      this.router.shared = shared;
+      void shared.start();
+      s.onShutdown.push(() => shared.stop());
+    }
     this.deps = {
       router: this.router,
       meter: usageMeterFor(s),

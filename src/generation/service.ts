@@ -23,7 +23,7 @@ import type { Services } from "../services";
 import type { GenerationSettings } from "./config";
 import { GenerationPricing } from "./pricing";
 import { generationMedia, predictions } from "./schema";
-import { defaultMediaStore, extensionFor, type MediaStore } from "./storage";
+import { extensionFor, type MediaStore, mediaStoreFor } from "./storage";
 
 export type Prediction = typeof predictions.$inferSelect;
 export type TerminalStatus = "completed" | "failed" | "timeout";
@@ -54,7 +54,7 @@ export class Generation {
   constructor(readonly s: Services) {
     this.settings = { ...s.config.generation, publicUrl: s.config.publicUrl };
     this.pricing = new GenerationPricing(catalogFor(s), s.config.file.generation);
-    this.store = defaultMediaStore(s.config.dataDir, this.settings.mediaDir);
+    this.store = mediaStoreFor({ db: s.db, serverDatabase: s.database.kind !== "pglite", dataDir: s.config.dataDir, mediaDir: this.settings.mediaDir });
   }
 
   get router() {

@@ -146,6 +146,13 @@ export const SANDBOX_CAPABILITIES: readonly SandboxCapability[] = ["processes", 
 
 /** Every backend: start and stop sandboxes, and find them again after a restart. `F`: its template fields. */
 export interface SandboxLifecycle<F = unknown> {
+  /**
+   * Its sandboxes live in this process's host and data directory (the local backend):
+   * only this process can reach them, so each belongs to this process's sandbox node
+   * and other replicas forward its requests here (sandboxes/nodes.ts). Unset: they run
+   * elsewhere (a remote provider) and any replica serves them.
+   */
+  readonly nodeLocal?: boolean;
   /** Why a template cannot run on this backend right now, or undefined when it can. */
   templateProblem(template: SandboxTemplate<F>): string | undefined;
   create(spec: CreateSpec<F>): Promise<BackendState>;

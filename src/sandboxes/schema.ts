@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { bigint, index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 import type { SandboxNetwork } from "./network";
 
@@ -29,8 +30,23 @@ export const sandboxes = pgTable(
     pausedAt: timestamp("paused_at", { withTimezone: true, precision: 3 }),
     /** What happens at its timeout (E2B's lifecycle); null: it is killed. */
     lifecycle: jsonb("lifecycle").$type<SandboxLifecycleOptions>(),
+    /**
+     * The sandbox node (nodes.ts) whose process runs it; null for sandboxes of a backend
+     * that runs them elsewhere (any replica serves those) and for rows made before nodes.
+     */
+    nodeId: text("node_id"),
+    /**
+     * Set when a destroy was claimed (DELETE, the TTL reaper, a lost node): the row stays
+     * in its status until the owner confirmed the processes gone, then turns `stopped`.
+     */
+    stopRequestedAt: timestamp("stop_requested_at", { withTimezone: true, precision: 3 }),
+    /** The last failed destroy's message (status `error` until a retry succeeds). */
+    destroyError: text("destroy_error"),
   },
-  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt)],
+  (t) => [index("sandboxes_org_idx").on(t.organizationId, t.id), index("sandboxes_status_end_idx").on(t.status, t.endAt), index("sandboxes_node_idx").on(t.nodeId, t.status),
+    // The destroys still owed (service.ts, finishDestroys: every reaper tick): few rows among many stopped ones.
+    index("sandboxes_destroy_pending_idx").on(t.stopRequestedAt).where(sql`stop_requested_at is not null and status <> 'stopped'`),
+  ],
 );
 
 export type SandboxRow = typeof sandboxes.$inferSelect;

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lte, or, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lte, or, sql, type SQL } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
@@ -10,6 +10,9 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxLifecycleOptions, type SandboxRow, sandboxes, sandboxSnapshots, type SnapshotRow } from "./schema";
 import type { SandboxQuotas } from "./quota";
+import type { SandboxNodes } from "./nodes";
+import { callNode, type RemoteOp } from "./node-calls";
+import { claimStop, finishDestroy } from "./sweeps";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -41,6 +44,7 @@ const ROW_CACHE_MS = 2000;
 export const MAX_SNAPSHOTS_PER_ORGANIZATION = 100;
 const EVENT_BATCH_MS = 250;
 
+
 /**
  * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
  * doing the actual work. Every state change and its event commit in one transaction.
@@ -48,7 +52,7 @@ const EVENT_BATCH_MS = 250;
  * cannot interleave with a delete or the reaper.
  */
 export class SandboxService {
-  private readonly locks = new Map<string, Promise<unknown>>();
+  readonly locks = new Map<string, Promise<unknown>>();
   /**
    * Running sandboxes recently read, for the command and file hot path (a database
    * round trip costs more than the command itself). Lifecycle changes made here drop
@@ -68,13 +72,17 @@ export class SandboxService {
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
   quotas?: SandboxQuotas;
+  /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
+  nodes?: SandboxNodes;
+  /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
+  readonly destroyFailedAt = new Map<string, number>();
   private writing: Promise<void> | undefined;
 
   constructor(
-    private readonly db: Db,
-    private readonly registry: Registry,
+    readonly db: Db,
+    readonly registry: Registry,
     readonly templates: Map<string, SandboxTemplate>,
-    private readonly log: Logger,
+    readonly log: Logger,
   ) {}
 
   backend(name: string): SandboxBackend {
@@ -89,6 +97,7 @@ export class SandboxService {
 
   /** A capability of a sandbox's backend; 501 naming what to do when its plugin does not serve it. */
   private capability<T>(row: SandboxRow, what: string, pick: (b: SandboxBackend, serves: readonly SandboxCapability[]) => T | undefined): T {
+    this.ownedHere(row);
     const inst = this.sandboxInstance(row.backend);
     const found = pick(inst.instance, inst.plugin.definition.serves);
     if (!found) throw new ApiError(501, `sandbox backend '${row.backend}' does not ${what}; use a template on a backend whose plugin serves it`);
@@ -212,6 +221,35 @@ export class SandboxService {
     }
   }
 
+  /**
+   * Refuses a sandbox another node runs. Requests for one are forwarded to its node
+   * (forward.ts) before they get here; this stops anything else (a caller inside this
+   * process) from acting on a sandbox whose processes are not on this node.
+   */
+  private ownedHere(row: SandboxRow): void {
+    if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
+  }
+
+  /** Whether another node runs the sandbox (its operations go there: node-calls.ts). */
+  runsElsewhere(row: SandboxRow): boolean {
+    return !!row.nodeId && !!this.nodes && row.nodeId !== this.nodes.id;
+  }
+
+  /** An operation on a sandbox another node runs, done by that node (node-calls.ts); HTTP requests never get here (forward.ts forwards them whole). */
+  private remote<T>(row: SandboxRow, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
+    return callNode<T>(this.nodes!, this.log, row, op, args, signal);
+  }
+
+  /** Whether a configured backend runs its sandboxes in this process's node (the local one): this process is then a sandbox node. */
+  runsNodeLocalSandboxes(): boolean {
+    return this.registry.instancesOf("sandbox").some((i) => i.instance.nodeLocal === true);
+  }
+
+  /** The conditions of the rows this process acts on: its node's, and those no node owns. */
+  mine(): SQL | undefined {
+    return this.nodes ? or(eq(sandboxes.nodeId, this.nodes.id), isNull(sandboxes.nodeId)) : undefined;
+  }
+
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
     const inst = this.registry.instance(template.backend, "sandbox");
@@ -257,6 +295,8 @@ export class SandboxService {
     if (!networking && input.network) throw new ApiError(501, `sandbox backend '${template.backend}' does not apply network options; leave them out or use a template on a backend that serves them`);
     const network = networking ? resolveNetwork(this.networkMode, template.network, input.network) : null;
     const id = newId("sbx_");
+    // Its node: the one whose process runs it (backends that run sandboxes elsewhere: none, any replica serves it).
+    const nodeId = backend.nodeLocal && this.nodes ? this.nodes.id : null;
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
@@ -275,13 +315,14 @@ export class SandboxService {
       const created = await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(sandboxes)
-          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt, lifecycle: input.lifecycle ?? null })
+          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt, lifecycle: input.lifecycle ?? null, nodeId })
           .returning();
         await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata, ...(snapshot ? { snapshotID: snapshot.id } : {}) } });
         return row;
       });
       // A new sandbox's first command usually follows at once: it needs no read.
       this.rowCache.set(id, { row: created, at: performance.now() });
+      this.nodes?.remember(id, nodeId);
       return created;
     } catch (e) {
       // Nothing may run that the database does not know about.
@@ -316,6 +357,7 @@ export class SandboxService {
     // autoResume (E2B's lifecycle): using a paused sandbox resumes it.
     if (row.status === "paused" && row.lifecycle?.autoResume) row = await this.connect(organizationId, id);
     if (row.status === "paused") throw new ApiError(409, "sandbox is paused; connect to resume it");
+    this.notLive(row);
     if (row.status !== "running") throw new ApiError(409, `sandbox is ${row.status}`);
     this.rowCache.set(id, { row, at: performance.now() });
     return row;
@@ -353,7 +395,9 @@ export class SandboxService {
   }
 
   private notLive(row: SandboxRow): void {
+    if (row.stopReason === "lost" && row.status === "error") throw new ApiError(409, "sandbox is lost: the node that ran it stopped answering");
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
+    if (row.stopRequestedAt) throw new ApiError(409, "sandbox is being destroyed");
   }
 
   /**
@@ -365,38 +409,19 @@ export class SandboxService {
   async kill(organizationId: string, id: string): Promise<void> {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
-      if (row.status === "stopped" || row.status === "error") throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
-      await this.stop(row, "deleted");
+      if (row.status === "error" && row.stopReason === "lost") throw new ApiError(404, "sandbox is lost with its node; nothing to destroy from here (its node destroys it if it comes back)");
+      if (this.runsElsewhere(row)) return void (await this.remote(row, "kill", []));
+      // A destroy that failed before is tried again now.
+      const retry = row.stopRequestedAt && row.status === "error";
+      if (!retry && (row.status === "stopped" || row.status === "error")) throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
+      const claimed = retry ? row : await claimStop(this, row, "deleted");
+      if (!claimed) throw new ApiError(404, "sandbox is already being destroyed");
+      await finishDestroy(this, claimed, true);
     });
   }
 
-  /**
-   * Marks a sandbox stopped (with its `killed` event) and then destroys it in the
-   * backend. The database change comes first: if the process dies between the two,
-   * start-up reconciliation removes what the backend still has.
-   */
-  private async stop(row: SandboxRow, reason: string): Promise<boolean> {
-    const claimed = await this.db.transaction(async (tx) => {
-      const updated = await tx
-        .update(sandboxes)
-        .set({ status: "stopped", stoppedAt: new Date(), stopReason: reason })
-        .where(and(eq(sandboxes.id, row.id), inArray(sandboxes.status, ["running", "paused"])))
-        .returning({ id: sandboxes.id });
-      if (!updated.length) return false;
-      await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.killed", data: { reason } });
-      return true;
-    });
-    if (claimed) {
-      try {
-        await this.backendOf(row).destroy(row.id, row.backendState);
-      } catch (e) {
-        this.log.error("sandbox destroy failed in backend", { sandboxId: row.id, backend: row.backend, err: e });
-      }
-    }
-    return claimed;
-  }
-
-  private backendOf(row: SandboxRow): SandboxBackend {
+  backendOf(row: SandboxRow): SandboxBackend {
+    this.ownedHere(row);
     return this.backend(row.backend);
   }
 
@@ -410,8 +435,14 @@ export class SandboxService {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
+      if (this.runsElsewhere(row)) return this.remote(row, "pause", [opts.keepMemory ?? true]).then(() => this.get(organizationId, id));
       return this.pauseRow(row, opts.keepMemory ?? true, {});
     });
+  }
+
+  /** The reaper's auto-pause (sweeps.ts): at the timeout, as the sandbox's lifecycle asks. */
+  autoPause(row: SandboxRow): Promise<SandboxRow> {
+    return this.pauseRow(row, row.lifecycle?.keepMemory ?? true, { reason: "timeout" });
   }
 
   private async pauseRow(row: SandboxRow, keepMemory: boolean, data: Record<string, unknown>): Promise<SandboxRow> {
@@ -437,6 +468,7 @@ export class SandboxService {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
+      if (this.runsElsewhere(row)) return this.remote(row, "connect", [timeout]).then(() => this.get(organizationId, id));
       if (row.status === "paused") {
         const left = row.pausedAt ? Math.ceil((row.endAt.getTime() - row.pausedAt.getTime()) / 1000) : 0;
         const timeoutSec = timeout ?? (left > 0 ? left : DEFAULT_TIMEOUT_SEC);
@@ -456,6 +488,7 @@ export class SandboxService {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
+      if (this.runsElsewhere(row)) return void (await this.remote(row, "setTimeout", [timeout]));
       await this.updateEndAt(row, timeout);
     });
   }
@@ -483,6 +516,7 @@ export class SandboxService {
 
   async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }, signal?: AbortSignal): Promise<ExecResult> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "exec", [input], signal);
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
@@ -507,7 +541,8 @@ export class SandboxService {
    * `limit`, so a scrape stays bounded however many sandboxes run.
    */
   async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[]> {
-    const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
+    // The owner alone measures a sandbox: another node's are not on this host.
+    const rows = await this.db.select().from(sandboxes).where(and(inArray(sandboxes.status, ["running", "paused"]), this.mine())).orderBy(desc(sandboxes.id)).limit(limit);
     const out: { id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[] = [];
     for (const row of rows) {
       let backend: SandboxBackend;
@@ -544,27 +579,32 @@ export class SandboxService {
   /** A file's bytes, up to `maxBytes` (larger gives 400). */
   async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
     return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "readFile", [path]);
     const data = await this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
   async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
     return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return void (await this.remote(row, "removeFile", [path]));
     await this.call(() => this.filesystem(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
   }
 
   async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "listDir", [path]);
     return this.call(() => this.filesystem(row).list(row.id, row.backendState, path), "failed to list directory in provider");
   }
 
@@ -580,88 +620,4 @@ export class SandboxService {
     }
   }
 
-  /** TTL reaper step: stops every running sandbox whose endAt has passed. Returns how many. */
-  async reapExpired(): Promise<number> {
-    const due = await this.db
-      .select()
-      .from(sandboxes)
-      .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`)))
-      .limit(100);
-    let n = 0;
-    for (const row of due) {
-      const stopped = await this.serial(row.id, async () => {
-        // Re-read: the TTL may have been extended since the scan.
-        const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
-        if (!fresh || fresh.status !== "running" || fresh.endAt.getTime() > Date.now()) return false;
-        if (fresh.lifecycle?.onTimeout === "pause") {
-          const paused = await this.pauseRow(fresh, fresh.lifecycle.keepMemory, { reason: "timeout" }).then(
-            () => true,
-            (e) => {
-              // A sandbox that cannot be paused is killed, as without the option: it must not run on past its time.
-              this.log.warn("sandbox auto-pause failed; killing it", { sandboxId: fresh.id, err: e });
-              return false;
-            },
-          );
-          if (paused) return true;
-        }
-        return this.stop(fresh, "timeout");
-      });
-      if (stopped) n++;
-    }
-    return n;
-  }
-
-  /**
-   * Start-up reconciliation: sandboxes the database lists as live but the backend no
-   * longer has are stopped (`killed`, reason `lost`); backends then remove leftovers
-   * the database does not list as live.
-   */
-  async reconcile(): Promise<void> {
-    const live = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
-    const liveIds = new Map<string, Set<string>>();
-    for (const row of live) {
-      const inst = this.registry.instance(row.backend, "sandbox");
-      if (!inst) {
-        this.log.warn("sandbox backend not configured; leaving sandbox as it is", { sandboxId: row.id, backend: row.backend });
-        continue;
-      }
-      let ids = liveIds.get(row.backend);
-      if (!ids) liveIds.set(row.backend, (ids = new Set()));
-      let found: string;
-      try {
-        found = await inst.instance.liveness(row.id, row.backendState);
-      } catch (e) {
-        this.log.warn("sandbox liveness check failed; leaving it as it is", { sandboxId: row.id, err: e });
-        ids.add(row.id);
-        continue;
-      }
-      if (found === "gone") {
-        await this.stop(row, "lost");
-        this.log.warn("sandbox lost while the service was down", { sandboxId: row.id });
-        continue;
-      }
-      ids.add(row.id);
-      if (found === "foreign") continue;
-      // A crash between a backend pause/resume and its commit leaves the two disagreeing;
-      // the database is what clients were told, so the backend follows it.
-      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
-      if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") {
-        const template = this.templates.get(row.templateId);
-        const state = await pausing?.resume(row.id, row.backendState, 0, template ? { template, network: row.network ? egressRules(row.network) : undefined } : undefined).catch((e) => {
-          this.log.warn("sandbox paused in its backend could not be resumed at start-up", { sandboxId: row.id, err: e });
-        });
-        // Started again from its files: its new handle.
-        if (state) await this.db.update(sandboxes).set({ backendState: state }).where(and(eq(sandboxes.id, row.id), eq(sandboxes.status, "running")));
-      }
-    }
-    for (const inst of this.registry.instancesOf("sandbox")) {
-      await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
-      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
-      if (pausing?.sweepSnapshots) {
-        const kept = await this.db.select({ id: sandboxSnapshots.id }).from(sandboxSnapshots).where(eq(sandboxSnapshots.backend, inst.name));
-        await pausing.sweepSnapshots(new Set(kept.map((r) => r.id))).catch((e) => this.log.warn("snapshot sweep failed", { backend: inst.name, err: e }));
-      }
-    }
-  }
 }

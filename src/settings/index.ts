@@ -87,6 +87,10 @@ export const SETTINGS = {
   },
   sandboxes: {
     reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 1000, { min: 10 }),
+    /** README: Replicas. Where other replicas reach this sandbox node; unset: its own loopback address (replicas on one host). */
+    nodeUrl: httpUrl("SANDBOX_NODE_URL"),
+    /** How often a sandbox node writes its heartbeat; three missed ones mark it lost with its sandboxes. */
+    nodeHeartbeatMs: integer("SANDBOX_NODE_HEARTBEAT_MS", 5000, { min: 50 }),
     /** A `claude` executable for the `claude` template (read where the default templates are made: sandboxes/claude-code.ts). */
     claudeCodeBin: optionalPath("CLAUDE_CODE_BIN"),
     /** docs/sandboxes.md: Sandbox networks. off: no sandbox gets a network; none or internet: the default of a new one. */
