@@ -17,7 +17,7 @@ import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import type { LayerStore } from "../../src/templates/layers";
-import { maxLayers, unmountSandbox } from "./rootfs";
+import { maxLayers, sweepOrphanRoots, unmountSandbox } from "./rootfs";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -156,7 +156,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (template.layers) {
         const missing = this.opts.layers.missing(template.layers);
         if (missing.length) return `template ${template.id} is unavailable: ${missing.length} of its layers are not stored (first: ${missing[0]}); import or build it again`;
-        const max = maxLayers(join(this.opts.root, "sbx_00000000000000000000000000000000").length);
+        const max = maxLayers();
         if (template.layers.length > max) return `template ${template.id} is unavailable: it has ${template.layers.length} layers, more than the ${max} a sandbox root can stack here`;
       }
     }
@@ -454,6 +454,10 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (!state) killUnfinished(join(this.opts.root, name));
       await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
     }
+    // Image sandboxes' roots whose directory is gone (likewise).
+    const dirs = existsSync(this.opts.root) ? readdirSync(this.opts.root).map((n) => join(this.opts.root, n)) : [];
+    const orphans = sweepOrphanRoots(this.opts.root, dirs);
+    if (orphans) this.opts.log.warn("removed leftover sandbox root mounts", { count: orphans });
     // Groups whose directory is gone (a crash between the two removals).
     const cg = this.cgroups;
     for (const group of cg?.names() ?? []) {

@@ -1,6 +1,6 @@
-import { randomInt, randomUUID } from "node:crypto";
-import { appendFileSync, chmodSync, closeSync, existsSync, lchownSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { createHash, randomInt, randomUUID } from "node:crypto";
+import { appendFileSync, chmodSync, closeSync, existsSync, lchownSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { idmappedBind, mount, MS_NODEV, MS_NOSUID, unmountDetached } from "../../src/templates/syscalls";
 import { SANDBOX_HOME, SANDBOX_UID } from "./layout";
 
@@ -8,7 +8,7 @@ import { SANDBOX_HOME, SANDBOX_UID } from "./layout";
  * The writable root of a sandbox of an image template, made by the root service on the
  * host before bwrap starts:
  *
- *   /run/gateway/sandbox-roots/<random>/   root's, mode 0710, group the sandbox's id base
+ *   /run/gateway/sandbox-roots/<service>/<random>/   root's, mode 0710, group the sandbox's id base
  *     l/<i>     each layer of the template, bind-mounted read-only with its owners
  *               shifted onto the sandbox's host id range (id-mapped)
  *     rw/       a tmpfs of the sandbox's disk size, holding
@@ -54,6 +54,11 @@ export interface ImageRootPaths {
 /** Where sandboxes' roots are mounted (see above). */
 export const ROOTS_DIR = "/run/gateway/sandbox-roots";
 
+/** The roots of one service's sandboxes (by its sandboxes directory): a sweep touches its own only. */
+export function rootsOf(sandboxesRoot: string): string {
+  return join(ROOTS_DIR, createHash("sha256").update(sandboxesRoot).digest("hex").slice(0, 16));
+}
+
 function rootFileOf(sandboxDir: string): string {
   return join(sandboxDir, "root.mount");
 }
@@ -77,7 +82,8 @@ function holderOf(sandboxDir: string): string | undefined {
     return undefined;
   }
   // Only a path of ours: the file is root's, but a path to unmount and remove is never taken blindly.
-  return holder.startsWith(`${ROOTS_DIR}/`) && /^[0-9a-f-]{36}$/.test(holder.slice(ROOTS_DIR.length + 1)) ? holder : undefined;
+  const mine = `${rootsOf(dirname(sandboxDir))}/`;
+  return holder.startsWith(mine) && /^[0-9a-f-]{36}$/.test(holder.slice(mine.length)) ? holder : undefined;
 }
 
 /**
@@ -110,8 +116,9 @@ export async function mountImageRoot(sandboxDir: string, layers: string[], idBas
 }
 
 function mountLayers(sandboxDir: string, layers: string[], usernsFd: number, idBase: number, diskBytes: number): string {
-  mkdirSync(ROOTS_DIR, { recursive: true, mode: 0o711 });
-  const holder = join(ROOTS_DIR, randomUUID());
+  const roots = rootsOf(dirname(sandboxDir));
+  mkdirSync(roots, { recursive: true, mode: 0o711 });
+  const holder = join(roots, randomUUID());
   // Written before any mount: a crash after it still leaves the path to unmount.
   writeFileSync(rootFileOf(sandboxDir), holder, { mode: 0o600 });
   mkdirSync(holder, { mode: 0o710 });
@@ -140,9 +147,10 @@ function mountLayers(sandboxDir: string, layers: string[], usernsFd: number, idB
   return root;
 }
 
-/** Longest layer list that fits the overlay's mount options for a sandbox directory of this length. */
-export function maxLayers(sandboxDirLength: number): number {
-  return Math.floor((4000 - 3 * sandboxDirLength - 100) / (sandboxDirLength + 6));
+/** Longest layer list whose overlay mount options (a page at most) fit: each lower is <holder>/l/<i>. */
+export function maxLayers(): number {
+  const holder = ROOTS_DIR.length + 1 + 16 + 1 + 36;
+  return Math.floor((4000 - 2 * (holder + 9) - 60) / (holder + 6));
 }
 
 /**
@@ -190,6 +198,24 @@ export function unmountSandbox(sandboxDir: string): boolean {
     rmSync(holder, { recursive: true, force: true });
   }
   return unmountUnder(sandboxDir);
+}
+
+/**
+ * Roots of this service's sandboxes that no sandbox directory names any more (a crash
+ * between removing the two): unmounted and removed. Returns how many.
+ */
+export function sweepOrphanRoots(sandboxesRoot: string, sandboxDirs: string[]): number {
+  const roots = rootsOf(sandboxesRoot);
+  if (!existsSync(roots)) return 0;
+  const named = new Set(sandboxDirs.map((d) => holderOf(d)).filter((h): h is string => !!h));
+  let n = 0;
+  for (const name of readdirSync(roots)) {
+    const holder = join(roots, name);
+    if (named.has(holder) || !/^[0-9a-f-]{36}$/.test(name)) continue;
+    if (unmountUnder(holder)) rmSync(holder, { recursive: true, force: true });
+    n++;
+  }
+  return n;
 }
 
 /** Unmounts everything mounted under `dir` (deepest first); true when nothing is left. */
