@@ -38,9 +38,14 @@ import { SANDBOX_HOME, SANDBOX_UID } from "./layout";
 /** Ids a sandbox's user namespace maps (the usual container range: uid 65534 included). */
 export const ID_RANGE = 65536;
 
-/** A host id base for a new sandbox: a multiple of ID_RANGE well above system and login ids. */
+/**
+ * A host id base for a new sandbox: a multiple of ID_RANGE from 2^30 up, above system and
+ * login ids and apart from the single uids of host-/usr sandboxes (below 2^30, start.ts),
+ * so no two kinds of sandbox share a host id. (Two image sandboxes get the same range
+ * with a chance of one in 16383, as two host-/usr sandboxes may share a uid.)
+ */
 export function randomIdBase(): number {
-  return randomInt(0x20, 0x3fff) * ID_RANGE;
+  return randomInt(0x4000, 0x7fff) * ID_RANGE;
 }
 
 export interface ImageRootPaths {
