@@ -45,7 +45,7 @@ export interface Started {
 }
 
 /** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
-function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number; resolv: number }, network: boolean): string[] {
+function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number; resolv: number; bootId: number }, network: boolean): string[] {
   const disk = String(r.diskSizeMB * MIB);
   return [
     // Threats: host processes, host network (the service and its database listen on
@@ -71,6 +71,10 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
     "--ro-bind-data", String(etcFds.hosts), "/etc/hosts",
     "--ro-bind-data", String(etcFds.resolv), "/etc/resolv.conf",
     "--proc", "/proc",
+    // Its own boot id, new at each start as a VM's is at each boot (a resume from disk is a
+    // new start, a memory-kept resume is not: E2B's tests tell the two apart by it). Threat:
+    // the host's boot id identifies the host across sandboxes.
+    "--ro-bind-data", String(etcFds.bootId), "/proc/sys/kernel/random/boot_id",
     "--dev", "/dev",
     // Threat: filling the host's memory or disk through files. Every writable place is
     // a tmpfs of its own size; its pages are charged to the sandbox's memory cgroup, so
@@ -98,7 +102,7 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
  * is the sandbox's overlay (writable, its upper layer on a tmpfs of the disk size), not a
  * tmpfs with read-only binds.
  */
-function imageBwrapArgs(root: string, r: SandboxResources, fds: { hosts: number; resolv: number }, network: boolean): string[] {
+function imageBwrapArgs(root: string, r: SandboxResources, fds: { hosts: number; resolv: number; bootId: number }, network: boolean): string[] {
   const disk = String(r.diskSizeMB * MIB);
   return [
     // Threats as for the host-/usr root (bwrapArgs): host processes, host network, IPC,
@@ -116,6 +120,8 @@ function imageBwrapArgs(root: string, r: SandboxResources, fds: { hosts: number;
     "--ro-bind-data", String(fds.hosts), "/etc/hosts",
     "--ro-bind-data", String(fds.resolv), "/etc/resolv.conf",
     "--proc", "/proc",
+    // Its own boot id, as for the host-/usr root (bwrapArgs).
+    "--ro-bind-data", String(fds.bootId), "/proc/sys/kernel/random/boot_id",
     "--dev", "/dev",
     "--perms", "1777", "--size", disk, "--tmpfs", "/dev/shm",
     "--perms", "1777", "--size", disk, "--tmpfs", "/tmp",
@@ -159,10 +165,10 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
       rootPath = root;
     }
     // Only the files bwrap reads are passed: any other descriptor would stay open in the sandbox's pid 1, its host path visible.
-    const etcFiles = image ? ["hosts", "resolv.conf"] : ["passwd", "group", "hosts", "resolv.conf"];
+    const etcFiles = image ? ["hosts", "resolv.conf", "boot_id"] : ["passwd", "group", "hosts", "resolv.conf", "boot_id"];
     const args = image
-      ? imageBwrapArgs(rootPath!, o.resources, { hosts: 4, resolv: 5 }, !!o.network)
-      : bwrapArgs(o.template, o.resources, { passwd: 4, group: 5, hosts: 6, resolv: 7 }, !!o.network);
+      ? imageBwrapArgs(rootPath!, o.resources, { hosts: 4, resolv: 5, bootId: 6 }, !!o.network)
+      : bwrapArgs(o.template, o.resources, { passwd: 4, group: 5, hosts: 6, resolv: 7, bootId: 8 }, !!o.network);
     writeFileSync(join(paths.dir, "bwrap.args"), `${args.join("\0")}\0`, { mode: 0o600 });
     const stdio = [open(join(paths.dir, "bwrap.args")), ...etcFiles.map((f) => open(join(paths.etc, f)))];
     const bwrap = [o.bwrap, "--args", "3", "--", ...INIT_COMMAND];
