@@ -147,7 +147,8 @@ function mountLayers(sandboxDir: string, layers: string[], usernsFd: number, idB
   // The root directory of the merged tree is the upper's: owned by the sandbox's root.
   lchownSync(p.upper, idBase, idBase);
   // The options are one page at most (mount(2)); a template with more layers than fit is refused before.
-  const options = `lowerdir=${lowers.join(":")},upperdir=${p.upper},workdir=${p.work},redirect_dir=off,metacopy=off,index=off`;
+  // No redirects or metacopy followed: a layer's attributes never steer lookups elsewhere.
+  const options = `lowerdir=${lowers.join(":")},upperdir=${p.upper},workdir=${p.work},redirect_dir=nofollow,metacopy=off,index=off`;
   mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, options);
   return root;
 }

@@ -243,7 +243,10 @@ function redact(source: string): string {
  * extracted (it replaces them).
  */
 async function unpackLayer(tarFile: string, into: string, signal?: AbortSignal): Promise<void> {
-  await run("tar", ["-x", "-f", tarFile, "-C", into, "--numeric-owner", "--same-owner", "--same-permissions", "--xattrs", "--xattrs-include=*", "--no-overwrite-dir", "--delay-directory-restore"], signal);
+  // Extended attributes: user.* only. Threat: trusted.overlay.* attributes in a layer
+  // (redirects, metacopy, opaque markers of its own choosing) steering the overlay; the
+  // store writes the opaque markers itself, from the OCI markers.
+  await run("tar", ["-x", "-f", tarFile, "-C", into, "--numeric-owner", "--same-owner", "--same-permissions", "--xattrs", "--xattrs-include=user.*", "--no-overwrite-dir", "--delay-directory-restore"], signal);
   convertWhiteouts(into);
 }
 
