@@ -443,6 +443,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    */
   async pause(id: string, state: BackendState, opts: PauseOptions = { keepMemory: true }): Promise<BackendState> {
     const s = this.live(id, state);
+    if (!opts.keepMemory) refuseImageFiles(s, "a pause that ends its processes");
     await this.freeze(id, s);
     try {
       await archiveWritable(this.tool("tar"), s.initPid, this.pausedPath(id));
@@ -512,6 +513,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       return Bun.file(dest).size;
     }
     const live = this.live(id, state);
+    refuseImageFiles(live, "a snapshot");
     const wasFrozen = live.cgroup && this.cgroups ? this.cgroups.frozen(live.cgroup) : procStat(live.initPid)?.state === "T";
     if (!wasFrozen) await this.freeze(id, live);
     try {
@@ -614,6 +616,15 @@ function opensNothing(r: EgressRules): boolean {
 
 function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {
   return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
+}
+
+/**
+ * The archive of a sandbox's files (writable-state.ts) holds its writable places, not an
+ * image sandbox's root file system: its upper layer (rootfs.ts upperDir) is not in it yet.
+ * Refused rather than restarting it without what root wrote (installed packages).
+ */
+function refuseImageFiles(s: LocalState, what: string): void {
+  if (s.idBase !== undefined) throw new BackendError(400, `${what} is not available yet for a sandbox of an image template: its root file system's changes would be lost; pause it keeping its memory`);
 }
 
 function readState(dir: string): LocalState | undefined {

@@ -183,6 +183,18 @@ describe("an image template's sandbox", () => {
     await a.commands.run("rm /opt/fill", { user: "root" });
   });
 
+  test("pause keeping memory keeps root's writes; a pause that ends the processes and a snapshot are refused, saying why", async () => {
+    await a.commands.run("echo kept > /etc/kept-across-pause", { user: "root" });
+    await a.pause();
+    const resumed = await Sandbox.connect(a.sandboxId, opts);
+    expect((await resumed.commands.run("cat /etc/kept-across-pause")).stdout).toBe("kept\n");
+    const toDisk = await a.pause({ keepMemory: false }).catch((e) => e);
+    expect(String(toDisk.message)).toContain("not available yet for a sandbox of an image template");
+    const snap = await a.createSnapshot().catch((e) => e);
+    expect(String(snap.message)).toContain("not available yet for a sandbox of an image template");
+    expect((await a.commands.run("cat /etc/kept-across-pause")).stdout).toBe("kept\n");
+  }, 120_000);
+
   test("an unknown user is refused as envd refuses it", async () => {
     const err = await a.commands.run("true", { user: "nobody-here" as never }).catch((e) => e);
     expect(String(err.message)).toContain("user 'nobody-here' not found");
