@@ -41,6 +41,10 @@ const NEEDS: Need[] = [
   // The container image: an engine, and a base image made without a registry.
   { packages: ["docker.io"], present: () => Bun.which("dockerd") !== null && Bun.which("docker") !== null },
   { packages: ["debootstrap"], present: has("debootstrap") },
+  // Image templates: OCI images copied and made (skopeo, umoci), a local apt repository (dpkg-dev).
+  { packages: ["skopeo"], present: has("skopeo") },
+  { packages: ["umoci"], present: has("umoci") },
+  { packages: ["dpkg-dev"], present: has("dpkg-scanpackages") },
   // The database and Redis servers the tests share (started below when none answers).
   { packages: ["postgresql-client"], present: has("pg_isready") },
   { packages: ["redis-tools"], present: has("redis-cli") },

@@ -59,6 +59,7 @@ export type {
   SandboxUsage,
   SpawnedProcess,
   SpawnSpec,
+  SandboxUser,
 } from "./sandboxes/backend";
 
 export {

@@ -1,6 +1,6 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -16,6 +16,8 @@ import { Relays } from "./network/relays";
 import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
+import type { LayerStore } from "../../src/templates/layers";
+import { maxLayers, sweepOrphanRoots, unmountSandbox } from "./rootfs";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState, sameMachine } from "./state";
 import { archiveWritable, RESTORE_COMMAND } from "./writable-state";
@@ -50,6 +52,8 @@ export interface LocalOptions {
   log: Logger;
   /** Host admission: what this host's sandboxes may commit together (host-memory.ts). */
   hostMemory: HostMemory;
+  /** Image templates' layers (DATA_DIR/templates/layers); without it, templates naming layers or an image are unavailable. */
+  layers?: LayerStore;
   /** Sandboxes get a network namespace each (network/); undefined under SANDBOX_NETWORK=off: none has a network. */
   network?: { upstreams: Upstream[]; operatorAllow: Cidr[] };
 }
@@ -62,6 +66,7 @@ const HOST_TOOLS: [string, string][] = [
   ["nsenter", "util-linux"],
   ["setpriv", "util-linux"],
   ["prlimit", "util-linux"],
+  ["unshare", "util-linux"],
 ];
 
 /**
@@ -86,6 +91,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
   private readonly net: LocalNetworks | undefined;
   private readonly relays = new Relays();
+  /** Images of CONFIG_FILE templates (`image`), imported once on first use. */
+  private readonly imports = new Map<string, { done: Promise<ImportedLayers>; failed?: string }>();
 
   constructor(private readonly opts: LocalOptions) {
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
@@ -144,6 +151,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     for (const [name, path] of Object.entries(template.programs ?? {})) {
       if (!path) return `template ${template.id} is unavailable: ${name === "claude" ? CLAUDE_CODE_MISSING : `'${name}' was not found on the host`}`;
       if (!existsSync(path)) return `template ${template.id} is unavailable: '${path}' (program ${name}) does not exist on the host`;
+    }
+    if (template.layers || template.image) {
+      if (!this.opts.layers) return `template ${template.id} is unavailable: this service has no layer store for image templates`;
+      const failed = template.image && this.imports.get(template.image)?.failed;
+      if (failed) return `template ${template.id} is unavailable: importing its image failed: ${failed}`;
+      if (template.layers) {
+        const missing = this.opts.layers.missing(template.layers);
+        if (missing.length) return `template ${template.id} is unavailable: ${missing.length} of its layers are not stored (first: ${missing[0]}); import or build it again`;
+        const max = maxLayers();
+        if (template.layers.length > max) return `template ${template.id} is unavailable: it has ${template.layers.length} layers, more than the ${max} a sandbox root can stack here`;
+      }
     }
     for (const program of template.requires ?? []) {
       if (!Bun.which(program, { PATH: SANDBOX_PATH })) {
@@ -208,7 +226,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   /** Unpacks an archive of writable state (writable-state.ts) inside the sandbox, as its user. */
   private async restore(id: string, s: LocalState, archive: string): Promise<void> {
     if (!existsSync(archive)) throw new BackendError(404, `the files of ${id}'s snapshot are gone from this host`);
-    const proc = Bun.spawn(this.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv({}) });
+    const proc = Bun.spawn(this.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv(s, {}) });
     const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     if (code !== 0) throw new BackendError(507, `restoring the sandbox's files failed (its disk size may be smaller than the files): ${err.trim().slice(0, 500) || `tar exited ${code}`}`);
   }
@@ -223,10 +241,40 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return join(this.opts.root, ".snapshots", `${snapshotId}.tar`);
   }
 
-  private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+  private async start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
     const net = this.net;
     const network = net && { prepare: (dir: string) => net.prepare(dir), discard: (dir: string) => net.release(dirName, dir) };
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups, network });
+    const image = await this.imageOf(template);
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: image.layers.map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
+  }
+
+  /**
+   * An image template's layers and environment: its own `layers`, or its `image` imported
+   * on first use (one import per image however many sandboxes wait for it, progress in
+   * the service log). Undefined for a host-/usr template.
+   */
+  private async imageOf(t: LocalTemplate): Promise<ImportedLayers | undefined> {
+    const store = this.opts.layers;
+    if (t.layers) return { layers: t.layers, env: t.imageConfig?.env ?? {} };
+    if (!t.image || !store) return undefined;
+    const source = t.image;
+    let entry = this.imports.get(source);
+    if (!entry) {
+      const log = this.opts.log;
+      const record: { done: Promise<ImportedLayers>; failed?: string } = {
+        done: store
+          .importImage(source, { progress: (line) => log.info(`template ${t.id}: ${line}`) })
+          .then((img) => ({ layers: img.layers, env: img.config.env }))
+          .catch((e: Error) => {
+            record.failed = e.message;
+            log.error(`template ${t.id}: importing its image failed`, { error: e.message });
+            throw new BackendError(503, `template ${t.id} is unavailable: importing its image failed: ${e.message}`);
+          }),
+      };
+      entry = record;
+      this.imports.set(source, entry);
+    }
+    return entry.done;
   }
 
   /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
@@ -255,6 +303,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     if (initAlive()) throw new Error(`sandbox ${dir}: its init process ${s.initPid} has not exited 2 s after its processes were killed`);
     this.relays.forget(dir);
     await this.net?.release(dir, join(this.opts.root, dir));
+    // An image sandbox's root and layer mounts go first: a recursive removal never crosses a mount.
+    if (!unmountSandbox(join(this.opts.root, dir))) throw new Error(`sandbox ${dir}: its root file system could not be unmounted; its directory is kept`);
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 
@@ -302,8 +352,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : [], pwd);
   }
 
-  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
-  private enterArgs(s: LocalState, command: string[]): string[] {
+  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user (or root, in an image sandbox). */
+  private enterArgs(s: LocalState, command: string[], user: SandboxUser = "user"): string[] {
+    // Threat: root of a host-/usr sandbox. Its user namespace maps one id only; there is no root inside to be.
+    if (user === "root" && s.idBase === undefined) throw new BackendError(400, "user 'root' needs a sandbox of an image template: a host-/usr template's sandbox has its one user only");
+    const id = String(user === "root" ? 0 : SANDBOX_UID);
     return [
       // nsenter --wd starts the command in pid 1's directory, the sandbox's home.
       ...this.cgroupJoin(s, SANDBOX_HOME),
@@ -312,7 +365,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       ...this.limitArgs(s.resources),
       this.tool("nsenter"), "-t", String(s.initPid),
       "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
-      "--setuid", String(SANDBOX_UID), "--setgid", String(SANDBOX_UID),
+      "--setuid", id, "--setgid", id,
       "--",
       ...command,
     ];
@@ -323,7 +376,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const max = this.opts.limits.outputBytes;
     const cg = s.cgroup ? this.cgroups : undefined;
     const ooms = cg ? cg.oomKills(s.cgroup!) : 0;
-    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
+    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args], spec.user), env: sandboxEnv(s, spec.envVars, spec.user), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
     let stdout = new TextDecoder().decode(r.stdout);
     let stderr = new TextDecoder().decode(r.stderr);
     if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
@@ -338,8 +391,9 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   spawn(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess {
     const s = this.live(id, state);
     // The working directory is entered inside the sandbox, where only its own view of the file system exists.
-    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || SANDBOX_HOME, ...spec.argv];
-    return spawnStreaming(this.enterArgs(s, argv), sandboxEnv(spec.env), s.pidNs);
+    const home = spec.user === "root" ? "/root" : SANDBOX_HOME;
+    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || home, ...spec.argv];
+    return spawnStreaming(this.enterArgs(s, argv, spec.user), sandboxEnv(s, spec.env, spec.user), s.pidNs);
   }
 
   usage(_id: string, state: BackendState): SandboxUsage | undefined {
@@ -374,7 +428,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return (script, args, opts = {}) =>
       runCaptured({
         argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
-        env: sandboxEnv({}),
+        env: sandboxEnv(s, {}),
         pidNs: s.pidNs,
         timeoutMs: 30_000,
         maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
@@ -408,6 +462,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    */
   async pause(id: string, state: BackendState, opts: PauseOptions = { keepMemory: true }): Promise<BackendState> {
     const s = this.live(id, state);
+    if (!opts.keepMemory) refuseImageFiles(s, "a pause that ends its processes");
     await this.freeze(id, s);
     try {
       await archiveWritable(this.tool("tar"), s.initPid, this.pausedPath(id));
@@ -477,6 +532,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       return Bun.file(dest).size;
     }
     const live = this.live(id, state);
+    refuseImageFiles(live, "a snapshot");
     const wasFrozen = live.cgroup && this.cgroups ? this.cgroups.frozen(live.cgroup) : procStat(live.initPid)?.state === "T";
     if (!wasFrozen) await this.freeze(id, live);
     try {
@@ -554,6 +610,10 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (!state) killUnfinished(join(this.opts.root, name));
       await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
     }
+    // Image sandboxes' roots whose directory is gone (likewise).
+    const dirs = existsSync(this.opts.root) ? readdirSync(this.opts.root).map((n) => join(this.opts.root, n)) : [];
+    const orphans = sweepOrphanRoots(this.opts.root, dirs);
+    if (orphans) this.opts.log.warn("removed leftover sandbox root mounts", { count: orphans });
     // Files of paused sandboxes that are no longer live (a crash between a kill's commit and its destroy).
     const pausedDir = join(this.opts.root, ".paused");
     for (const file of existsSync(pausedDir) ? readdirSync(pausedDir) : []) {
@@ -580,6 +640,15 @@ function sameResources(a: SandboxResources | undefined, b: SandboxResources): bo
   return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
 }
 
+/**
+ * The archive of a sandbox's files (writable-state.ts) holds its writable places, not an
+ * image sandbox's root file system: its upper layer (rootfs.ts upperDir) is not in it yet.
+ * Refused rather than restarting it without what root wrote (installed packages).
+ */
+function refuseImageFiles(s: LocalState, what: string): void {
+  if (s.idBase !== undefined) throw new BackendError(400, `${what} is not available yet for a sandbox of an image template: its root file system's changes would be lost; pause it keeping its memory`);
+}
+
 function readState(dir: string): LocalState | undefined {
   try {
     return JSON.parse(readFileSync(join(dir, "state.json"), "utf8"));
@@ -588,7 +657,15 @@ function readState(dir: string): LocalState | undefined {
   }
 }
 
-/** The environment of a command: the sandbox's defaults, then the sandbox's envVars. */
-function sandboxEnv(envVars: Record<string, string>): Record<string, string> {
-  return { HOME: SANDBOX_HOME, PATH: SANDBOX_PATH, USER: "user", LANG: "C.UTF-8", PWD: SANDBOX_HOME, ...envVars };
+/** The environment of a command: the sandbox's defaults, its image's environment, then the sandbox's envVars. */
+function sandboxEnv(s: LocalState, envVars: Record<string, string>, user: SandboxUser = "user"): Record<string, string> {
+  const home = user === "root" ? "/root" : SANDBOX_HOME;
+  return { HOME: home, PATH: SANDBOX_PATH, USER: user, LANG: "C.UTF-8", PWD: home, ...s.imageEnv, ...envVars };
+}
+
+/** What an image template's sandbox is started with. */
+interface ImportedLayers {
+  /** Layer digests, bottom first. */
+  layers: string[];
+  env: Record<string, string>;
 }

@@ -16,6 +16,10 @@ export interface LocalState extends BackendState {
   cgroup?: string;
   /** The sandbox root (DATA_DIR/sandboxes) of the service that made it: a host runs several services' sandboxes. */
   root?: string;
+  /** Image templates: host id its ids 0..65535 start at (root inside is this host id; its user, hostUid, is idBase + 1000). */
+  idBase?: number;
+  /** Image templates: the image's environment (Env), under each command's own. */
+  imageEnv?: Record<string, string>;
   /** The limits it runs with. */
   resources?: SandboxResources;
   /** Paused to disk: no processes, only its files (DATA_DIR/sandboxes/.paused/<id>.tar). */
