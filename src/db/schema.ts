@@ -12,3 +12,4 @@ export * from "../deployments/schema";
 export * from "../generation/schema";
 export * from "../e2b/schema";
 export * from "../sandboxes/quota-schema";
+export * from "../templates/schema";

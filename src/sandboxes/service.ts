@@ -10,6 +10,7 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import type { SandboxQuotas } from "./quota";
+import { startAndWaitReady, startCommandsOf } from "./start-command";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -119,8 +120,19 @@ export class SandboxService {
     }
   }
 
+  /**
+   * An organization's own template by the name (or `name:tag`) a create asks for, when no
+   * configured template has that id (src/templates sets it); undefined: none of that name.
+   */
+  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
+
+  /** A configured template, or one the organization built. */
+  async findTemplate(organizationId: string, ref: string): Promise<SandboxTemplate | undefined> {
+    return this.templates.get(ref) ?? (await this.orgTemplate?.(organizationId, ref));
+  }
+
   async create(organizationId: string, input: CreateInput): Promise<SandboxRow> {
-    const template = this.templates.get(input.templateID);
+    const template = await this.findTemplate(organizationId, input.templateID);
     if (!template) throw new ApiError(400, `unknown template: ${input.templateID}`);
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
@@ -137,7 +149,15 @@ export class SandboxService {
     const envVars = input.envVars ?? {};
     await this.quotas?.admit(organizationId, id, resources);
     const started = performance.now();
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
+    const start = startCommandsOf(template);
+    const state = await this.call(async () => {
+      const made = await backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) });
+      if (start) await startAndWaitReady(backend, id, made, start, envVars).catch(async (e) => {
+        await backend.destroy(id, made).catch(() => {});
+        throw e;
+      });
+      return made;
+    }, "failed to create sandbox in provider").catch(async (e) => {
       this.observe?.sandboxCreated(template.id, false, started);
       await this.quotas?.release(id).catch(() => {});
       throw e;
