@@ -10,7 +10,7 @@ import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
 import { e2bDataModule, e2bModule } from "./e2b";
-import { templateUploadsModule } from "./templates";
+import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
@@ -46,6 +46,7 @@ export const routeModules: RouteModule[] = [
   limitsModule,
   gatewayModule,
   eventsModule,
+  templatesModule,
   sandboxesModule,
   e2bModule,
   e2bDataModule,

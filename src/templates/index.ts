@@ -5,6 +5,7 @@ import { requestContext } from "../http/core";
 import { sandboxServiceOf } from "../sandboxes";
 import type { Services } from "../services";
 import { LayerStore } from "./layers";
+import { templateRoutes } from "./routes";
 import { TemplateService } from "./service";
 import { TemplateStore } from "./store";
 import { TemplateUploads } from "./uploads";
@@ -58,4 +59,10 @@ export const templateUploadsModule: RouteModule = {
     if (failed) s.log.warn("template builds interrupted by a restart marked failed", { count: failed });
     return () => svc.builder.close();
   },
+};
+
+/** `/sandboxes/templates`: on the sandbox surface (sandboxesModule declares it), with JSON bodies. */
+export const templatesModule: RouteModule = {
+  surfaces: [],
+  routes: (s) => templateRoutes(templateServiceOf(s), s.config.publicUrl),
 };
