@@ -35,6 +35,11 @@ interface RootState {
   idBase?: number;
 }
 
+/** A backend that can say where a sandbox of layers writes (its overlay's upper directory). */
+interface UpperDirs {
+  upperDir?(id: string, state: BackendState): string | undefined;
+}
+
 export interface BackendStepSandboxesOptions {
   backend: SandboxBackend;
   backendName: string;
@@ -57,7 +62,8 @@ export class BackendStepSandboxes implements StepSandboxes {
     return {
       async run(script, onLine, signal) {
         if (!backend.spawn) throw new Error(`sandbox backend '${template.backend}' cannot run processes with streamed output`);
-        const spec: SpawnSpec & { user: string } = { argv: ["/bin/sh", "-c", script], env: {}, cwd: "/", user: "root" };
+        // As the sandbox's root (its user namespace's, unprivileged on the host): the scripts switch to the step's user themselves.
+        const spec = { argv: ["/bin/sh", "-c", script], env: {}, cwd: "/", user: "root" } as SpawnSpec;
         const p = backend.spawn(id, state, spec);
         const kill = () => p.kill("SIGKILL");
         signal?.addEventListener("abort", kill, { once: true });
@@ -75,8 +81,9 @@ export class BackendStepSandboxes implements StepSandboxes {
       },
       async commit() {
         const root = state as RootState;
-        if (!root.upperDir) throw new Error(`sandbox backend '${template.backend}' did not give its sandbox an upper layer to commit`);
-        return store.commitLayer(root.upperDir, { idBase: root.idBase }).then((digest) => (isEmptyLayer(store, digest) ? undefined : digest));
+        const upper = (backend as SandboxBackend & UpperDirs).upperDir?.(id, state) ?? root.upperDir;
+        if (!upper) throw new Error(`sandbox backend '${template.backend}' did not give its sandbox an upper layer to commit`);
+        return store.commitLayer(upper, { idBase: root.idBase }).then((digest) => (isEmptyLayer(store, digest) ? undefined : digest));
       },
       async destroy() {
         if (destroyed) return;
