@@ -29,6 +29,7 @@ const TAGS: Record<string, string> = {
   "model gateway": "Chat completions, messages, responses, embeddings, token counts, generateContent, embedContent, Interactions and model lists",
   operations: "Service index and health checks",
   sandboxes: "E2B-style sandboxes: lifecycle, processes and files",
+  templates: "Sandbox templates of the organization: builds from a Dockerfile or E2B's steps, their logs, tags and deletion",
   sessions: "Agent sessions and their events",
   skills: "Skill bundles for agents",
   usage: "Usage and the request log of the key's organization",

@@ -10,7 +10,7 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import type { SandboxQuotas } from "./quota";
-import { startAndWaitReady, startCommandsOf } from "./start-command";
+import { createStarted } from "./start-command";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -55,6 +55,8 @@ export class SandboxService {
   private queuedEvents: NewEvent[] = [];
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
+  /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
+  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
@@ -120,19 +122,8 @@ export class SandboxService {
     }
   }
 
-  /**
-   * An organization's own template by the name (or `name:tag`) a create asks for, when no
-   * configured template has that id (src/templates sets it); undefined: none of that name.
-   */
-  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
-
-  /** A configured template, or one the organization built. */
-  async findTemplate(organizationId: string, ref: string): Promise<SandboxTemplate | undefined> {
-    return this.templates.get(ref) ?? (await this.orgTemplate?.(organizationId, ref));
-  }
-
   async create(organizationId: string, input: CreateInput): Promise<SandboxRow> {
-    const template = await this.findTemplate(organizationId, input.templateID);
+    const template = this.templates.get(input.templateID) ?? (await this.orgTemplate?.(organizationId, input.templateID));
     if (!template) throw new ApiError(400, `unknown template: ${input.templateID}`);
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
@@ -149,15 +140,7 @@ export class SandboxService {
     const envVars = input.envVars ?? {};
     await this.quotas?.admit(organizationId, id, resources);
     const started = performance.now();
-    const start = startCommandsOf(template);
-    const state = await this.call(async () => {
-      const made = await backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) });
-      if (start) await startAndWaitReady(backend, id, made, start, envVars).catch(async (e) => {
-        await backend.destroy(id, made).catch(() => {});
-        throw e;
-      });
-      return made;
-    }, "failed to create sandbox in provider").catch(async (e) => {
+    const state = await this.call(() => createStarted(backend, { sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
       this.observe?.sandboxCreated(template.id, false, started);
       await this.quotas?.release(id).catch(() => {});
       throw e;

@@ -6,7 +6,7 @@
  * or a ready command that never succeeds within READY_TIMEOUT_MS, fails the create with the
  * start command's last output, and the sandbox is destroyed.
  */
-import { BackendError, type BackendState, type SandboxBackend, type SandboxTemplate, type SpawnSpec } from "./backend";
+import { BackendError, type BackendState, type CreateSpec, type SandboxBackend, type SandboxTemplate, type SpawnSpec } from "./backend";
 
 export const READY_TIMEOUT_MS = 120_000;
 const POLL_MS = 200;
@@ -49,4 +49,17 @@ export async function startAndWaitReady(backend: SandboxBackend, id: string, sta
     if (Date.now() >= deadline) throw new BackendError(502, `the template's ready command did not succeed within ${READY_TIMEOUT_MS / 1000}s; the start command's output ends:\n${output}`);
     await Bun.sleep(POLL_MS);
   }
+}
+
+/** Creates a sandbox and, when its template has them, runs its start command and waits for its ready command; a sandbox that does not get ready is destroyed. */
+export async function createStarted(backend: SandboxBackend, spec: CreateSpec): Promise<BackendState> {
+  const state = await backend.create(spec);
+  const cmds = startCommandsOf(spec.template);
+  if (cmds) {
+    await startAndWaitReady(backend, spec.sandboxId, state, cmds, spec.envVars).catch(async (e) => {
+      await backend.destroy(spec.sandboxId, state).catch(() => {});
+      throw e;
+    });
+  }
+  return state;
 }

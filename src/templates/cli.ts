@@ -40,11 +40,11 @@ export async function templatesCommand(sub: string | undefined, args: string[], 
   const api = client(values.url ?? defaultUrl, key);
   switch (sub) {
     case "list":
-      console.log(JSON.stringify(await api("GET", "/sandboxes/templates"), null, 2));
+      console.log(JSON.stringify(await api("GET", "/templates"), null, 2));
       return 0;
     case "delete":
       if (!positionals[0]) throw new TemplatesUsageError("templates delete needs a template name");
-      await api("DELETE", `/sandboxes/templates/${encodeURIComponent(positionals[0])}`);
+      await api("DELETE", `/templates/${encodeURIComponent(positionals[0])}`);
       console.log(`deleted ${positionals[0]}`);
       return 0;
     case "build":
@@ -102,7 +102,7 @@ async function build(api: Api, values: { file?: string; name?: string; tag?: str
     if (!matched.length) throw new Error(`COPY ${c.src}: no files match in ${context}`);
     const hash = filesHash(context, c.src, c.dest, matched);
     files[c.src] = hash;
-    const link = (await api("GET", `/sandboxes/templates/files/${hash}`)) as { present: boolean; url?: string };
+    const link = (await api("GET", `/templates/files/${hash}`)) as { present: boolean; url?: string };
     if (link.present) {
       console.log(`files of ${c.src}: already uploaded`);
       continue;
@@ -110,11 +110,11 @@ async function build(api: Api, values: { file?: string; name?: string; tag?: str
     await upload(context, matched, link.url!);
     console.log(`files of ${c.src}: uploaded (${matched.length} entries)`);
   }
-  const started = (await api("POST", "/sandboxes/templates/builds", { name, tags: values.tag ?? [], dockerfile, buildArgs, files, ...(values["no-cache"] ? { force: true } : {}) })) as { templateID: string; buildID: string; name: string; tags: string[] };
+  const started = (await api("POST", "/templates/builds", { name, tags: values.tag ?? [], dockerfile, buildArgs, files, ...(values["no-cache"] ? { force: true } : {}) })) as { templateID: string; buildID: string; name: string; tags: string[] };
   console.log(`building ${started.name} (${started.templateID}, build ${started.buildID}, tags ${started.tags.join(", ")})`);
   let offset = 0;
   for (;;) {
-    const b = (await api("GET", `/sandboxes/templates/${started.templateID}/builds/${started.buildID}?logsOffset=${offset}`)) as { status: string; logs: { message: string; level: string }[]; reason?: { message: string } };
+    const b = (await api("GET", `/templates/${started.templateID}/builds/${started.buildID}?logsOffset=${offset}`)) as { status: string; logs: { message: string; level: string }[]; reason?: { message: string } };
     for (const l of b.logs) console.log(l.level === "error" || l.level === "warn" ? `${l.level}: ${l.message}` : l.message);
     offset += b.logs.length;
     if (b.logs.length) continue; // the rest of the log first

@@ -61,8 +61,10 @@ export const templateUploadsModule: RouteModule = {
   },
 };
 
-/** `/sandboxes/templates`: on the sandbox surface (sandboxesModule declares it), with JSON bodies. */
+/** `/templates`: the sandbox API's family, credentials and scope (a path beside `/sandboxes/{id}`, not under it: `/sandboxes/templates/x` would be ambiguous with `/sandboxes/{id}/pause`). */
+export const templatesSurface: Surface = { prefix: "/templates", family: "sandbox", credentials: "sandbox", scope: "sandboxes" };
+
 export const templatesModule: RouteModule = {
-  surfaces: [],
+  surfaces: [templatesSurface],
   routes: (s) => templateRoutes(templateServiceOf(s), s.config.publicUrl),
 };

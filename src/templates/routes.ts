@@ -1,6 +1,6 @@
 /**
- * Templates on our own surface, in the spec's sandbox family (`{code, message}` errors,
- * Bearer or X-API-Key): list, get, delete, and builds from a Dockerfile or from E2B's step
+ * Templates on our own surface, `/templates`, in the spec's sandbox family (`{code, message}`
+ * errors, Bearer or X-API-Key, the `sandboxes` scope): list, get, delete, and builds from a Dockerfile or from E2B's step
  * list, with their status and log. `gateway templates build` (src/templates/cli.ts) is a
  * client of these routes.
  */
@@ -64,7 +64,7 @@ function templateJson(i: TemplateInfo) {
 const nameParams = t.Object({ name: t.String({ maxLength: 300 }) });
 
 export function templateRoutes(templates: TemplateService, publicUrl: string | undefined) {
-  return new Elysia({ prefix: "/sandboxes/templates" })
+  return new Elysia({ prefix: "/templates" })
     .use(requestContext)
     .get("", async ({ auth }) => (await templates.list(auth.organizationId)).map(templateJson), {
       response: { 200: t.Array(TemplateSchema) },
