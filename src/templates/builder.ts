@@ -166,12 +166,15 @@ export class Builder {
           log.info(`[${name}] ARG ${a.filter((_, k) => k % 2 === 0).join(" ")}`, name);
           break;
         case "USER":
-          await layerStep(name, `USER ${a[0]}`, step, force, async () => ensureUserScript(a[0]));
+          // root and numeric ids exist without a user database entry: nothing to make.
+          if (a[0] === "root" || /^[0-9]+$/.test(a[0])) log.info(`[${name}] USER ${a[0]}`, name);
+          else await layerStep(name, `USER ${a[0]}`, step, force, async () => ensureUserScript(a[0]));
           state.user = a[0];
           break;
         case "WORKDIR": {
           const dir = posix.resolve(state.workdir, a[0]);
-          await layerStep(name, `WORKDIR ${dir}`, step, force, async () => workdirScript(dir, state.user));
+          if (dir === "/") log.info(`[${name}] WORKDIR /`, name);
+          else await layerStep(name, `WORKDIR ${dir}`, step, force, async () => workdirScript(dir, state.user));
           state.workdir = dir;
           break;
         }

@@ -111,6 +111,15 @@ export function parseDockerfile(text: string, buildArgs: Record<string, string> 
     }
   }
   if (from === undefined) throw new DockerfileError("the Dockerfile has no FROM");
+  // As E2B's own parser (the SDK's fromDockerfile) does, so both Dockerfile paths make the same
+  // template: the instructions run as root in /, as in Docker; the sandboxes then run as E2B's
+  // `user` in /home/user unless the Dockerfile says otherwise.
+  const sawUser = steps.some((s) => s.type === "USER");
+  const sawWorkdir = steps.some((s) => s.type === "WORKDIR");
+  steps.unshift({ type: "USER", args: ["root"] }, { type: "WORKDIR", args: ["/"] });
+  for (const c of copies) c.step += 2;
+  if (!sawUser) steps.push({ type: "USER", args: ["user"] });
+  if (!sawWorkdir) steps.push({ type: "WORKDIR", args: ["/home/user"] });
   // Docker: a shell-form ENTRYPOINT ignores CMD; an exec-form one takes CMD as its arguments.
   let startCmd: string | undefined;
   if (entrypointShell !== undefined) startCmd = entrypointShell;

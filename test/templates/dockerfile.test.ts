@@ -27,6 +27,8 @@ test("the common instructions become the SDK's steps, with ARG, ENV expansion an
   expect(spec.fromImage).toBe("docker-daemon:gateway-base/debian:bookworm");
   expect(spec.fromTemplate).toBeUndefined();
   expect(spec.steps).toEqual([
+    { type: "USER", args: ["root"] },
+    { type: "WORKDIR", args: ["/"] },
     { type: "ARG", args: ["VERSION", "1.2"] },
     { type: "ENV", args: ["APP_HOME", "/srv/app", "GREETING", "hello world"] },
     { type: "ENV", args: ["LEGACY", "value with spaces"] },
@@ -39,9 +41,9 @@ test("the common instructions become the SDK's steps, with ARG, ENV expansion an
     { type: "USER", args: ["app"] },
   ]);
   expect(copies).toEqual([
-    { step: 6, src: "src/", dest: "./src/" },
-    { step: 7, src: "a.txt", dest: "/opt/" },
-    { step: 8, src: "b.txt", dest: "/opt/" },
+    { step: 8, src: "src/", dest: "./src/" },
+    { step: 9, src: "a.txt", dest: "/opt/" },
+    { step: 10, src: "b.txt", dest: "/opt/" },
   ]);
   expect(spec.startCmd).toBe("python3 -m http.server 8000");
   expect(notes).toEqual(["line 15: EXPOSE has no effect here and was skipped"]);
@@ -50,7 +52,15 @@ test("the common instructions become the SDK's steps, with ARG, ENV expansion an
 test("build arguments override ARG defaults; FROM without a registry path names a template", () => {
   const { spec } = parseDockerfile("FROM my-base\nARG WHO=world\nRUN echo hello $WHO", { WHO: "there" });
   expect(spec.fromTemplate).toBe("my-base");
-  expect(spec.steps[0]).toEqual({ type: "ARG", args: ["WHO", "there"] });
+  // Run as root in / (as Docker does), then E2B's user and home for the sandboxes.
+  expect(spec.steps).toEqual([
+    { type: "USER", args: ["root"] },
+    { type: "WORKDIR", args: ["/"] },
+    { type: "ARG", args: ["WHO", "there"] },
+    { type: "RUN", args: ["echo hello $WHO"] },
+    { type: "USER", args: ["user"] },
+    { type: "WORKDIR", args: ["/home/user"] },
+  ]);
   expect(parseDockerfile("FROM template:base:v2").spec.fromTemplate).toBe("base:v2");
   expect(parseDockerfile("FROM python:3").spec.fromImage).toBe("python:3");
 });
