@@ -57,6 +57,7 @@ export type {
   SandboxUsage,
   SpawnedProcess,
   SpawnSpec,
+  SandboxUser,
 } from "./sandboxes/backend";
 
 export {

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -16,6 +16,8 @@ import { Relays } from "./network/relays";
 import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
+import type { LayerStore } from "../../src/templates/layers";
+import { imageRootPaths, maxLayers, unmountUnder } from "./rootfs";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -49,6 +51,8 @@ export interface LocalOptions {
   log: Logger;
   /** Host admission: what this host's sandboxes may commit together (host-memory.ts). */
   hostMemory: HostMemory;
+  /** Image templates' layers (DATA_DIR/templates/layers); without it, templates naming layers or an image are unavailable. */
+  layers?: LayerStore;
   /** Sandboxes get a network namespace each (network/); undefined under SANDBOX_NETWORK=off: none has a network. */
   network?: { upstreams: Upstream[]; operatorAllow: Cidr[] };
 }
@@ -61,6 +65,7 @@ const HOST_TOOLS: [string, string][] = [
   ["nsenter", "util-linux"],
   ["setpriv", "util-linux"],
   ["prlimit", "util-linux"],
+  ["unshare", "util-linux"],
 ];
 
 /**
@@ -83,6 +88,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
   private readonly net: LocalNetworks | undefined;
   private readonly relays = new Relays();
+  /** Images of CONFIG_FILE templates (`image`), imported once on first use. */
+  private readonly imports = new Map<string, { done: Promise<ImportedLayers>; failed?: string }>();
 
   constructor(private readonly opts: LocalOptions) {
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
@@ -142,6 +149,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (!path) return `template ${template.id} is unavailable: ${name === "claude" ? CLAUDE_CODE_MISSING : `'${name}' was not found on the host`}`;
       if (!existsSync(path)) return `template ${template.id} is unavailable: '${path}' (program ${name}) does not exist on the host`;
     }
+    if (template.layers || template.image) {
+      if (!this.opts.layers) return `template ${template.id} is unavailable: this service has no layer store for image templates`;
+      const failed = template.image && this.imports.get(template.image)?.failed;
+      if (failed) return `template ${template.id} is unavailable: importing its image failed: ${failed}`;
+      if (template.layers) {
+        const missing = this.opts.layers.missing(template.layers);
+        if (missing.length) return `template ${template.id} is unavailable: ${missing.length} of its layers are not stored (first: ${missing[0]}); import or build it again`;
+        const max = maxLayers(join(this.opts.root, "sbx_00000000000000000000000000000000").length);
+        if (template.layers.length > max) return `template ${template.id} is unavailable: it has ${template.layers.length} layers, more than the ${max} a sandbox root can stack here`;
+      }
+    }
     for (const program of template.requires ?? []) {
       if (!Bun.which(program, { PATH: SANDBOX_PATH })) {
         return `template ${template.id} is unavailable: '${program}' is not installed on the host (Debian package '${program}')`;
@@ -190,10 +208,40 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return started.state;
   }
 
-  private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+  private async start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
     const net = this.net;
     const network = net && { prepare: (dir: string) => net.prepare(dir), discard: (dir: string) => net.release(dirName, dir) };
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups, network });
+    const image = await this.imageOf(template);
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: image.layers.map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
+  }
+
+  /**
+   * An image template's layers and environment: its own `layers`, or its `image` imported
+   * on first use (one import per image however many sandboxes wait for it, progress in
+   * the service log). Undefined for a host-/usr template.
+   */
+  private async imageOf(t: LocalTemplate): Promise<ImportedLayers | undefined> {
+    const store = this.opts.layers;
+    if (t.layers) return { layers: t.layers, env: t.imageConfig?.env ?? {} };
+    if (!t.image || !store) return undefined;
+    const source = t.image;
+    let entry = this.imports.get(source);
+    if (!entry) {
+      const log = this.opts.log;
+      const record: { done: Promise<ImportedLayers>; failed?: string } = {
+        done: store
+          .importImage(source, { progress: (line) => log.info(`template ${t.id}: ${line}`) })
+          .then((img) => ({ layers: img.layers, env: img.config.env }))
+          .catch((e: Error) => {
+            record.failed = e.message;
+            log.error(`template ${t.id}: importing its image failed`, { error: e.message });
+            throw new BackendError(503, `template ${t.id} is unavailable: importing its image failed: ${e.message}`);
+          }),
+      };
+      entry = record;
+      this.imports.set(source, entry);
+    }
+    return entry.done;
   }
 
   /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
@@ -215,6 +263,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     }
     this.relays.forget(dir);
     await this.net?.release(dir, join(this.opts.root, dir));
+    // An image sandbox's root and layer mounts go first: a recursive removal never crosses a mount.
+    if (!unmountUnder(join(this.opts.root, dir))) throw new Error(`sandbox ${dir}: its root file system could not be unmounted; its directory is kept`);
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 
@@ -252,8 +302,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : [], pwd);
   }
 
-  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
-  private enterArgs(s: LocalState, command: string[]): string[] {
+  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user (or root, in an image sandbox). */
+  private enterArgs(s: LocalState, command: string[], user: SandboxUser = "user"): string[] {
+    // Threat: root of a host-/usr sandbox. Its user namespace maps one id only; there is no root inside to be.
+    if (user === "root" && s.idBase === undefined) throw new BackendError(400, "user 'root' needs a sandbox of an image template: a host-/usr template's sandbox has its one user only");
+    const id = String(user === "root" ? 0 : SANDBOX_UID);
     return [
       // nsenter --wd starts the command in pid 1's directory, the sandbox's home.
       ...this.cgroupJoin(s, SANDBOX_HOME),
@@ -262,7 +315,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       ...this.limitArgs(s.resources),
       this.tool("nsenter"), "-t", String(s.initPid),
       "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
-      "--setuid", String(SANDBOX_UID), "--setgid", String(SANDBOX_UID),
+      "--setuid", id, "--setgid", id,
       "--",
       ...command,
     ];
@@ -273,7 +326,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const max = this.opts.limits.outputBytes;
     const cg = s.cgroup ? this.cgroups : undefined;
     const ooms = cg ? cg.oomKills(s.cgroup!) : 0;
-    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
+    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args], spec.user), env: sandboxEnv(s, spec.envVars, spec.user), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
     let stdout = new TextDecoder().decode(r.stdout);
     let stderr = new TextDecoder().decode(r.stderr);
     if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
@@ -288,8 +341,9 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   spawn(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess {
     const s = this.live(id, state);
     // The working directory is entered inside the sandbox, where only its own view of the file system exists.
-    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || SANDBOX_HOME, ...spec.argv];
-    return spawnStreaming(this.enterArgs(s, argv), sandboxEnv(spec.env), s.pidNs);
+    const home = spec.user === "root" ? "/root" : SANDBOX_HOME;
+    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || home, ...spec.argv];
+    return spawnStreaming(this.enterArgs(s, argv, spec.user), sandboxEnv(s, spec.env, spec.user), s.pidNs);
   }
 
   usage(_id: string, state: BackendState): SandboxUsage | undefined {
@@ -324,7 +378,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return (script, args, opts = {}) =>
       runCaptured({
         argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
-        env: sandboxEnv({}),
+        env: sandboxEnv(s, {}),
         pidNs: s.pidNs,
         timeoutMs: 30_000,
         maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
@@ -428,7 +482,15 @@ function readState(dir: string): LocalState | undefined {
   }
 }
 
-/** The environment of a command: the sandbox's defaults, then the sandbox's envVars. */
-function sandboxEnv(envVars: Record<string, string>): Record<string, string> {
-  return { HOME: SANDBOX_HOME, PATH: SANDBOX_PATH, USER: "user", LANG: "C.UTF-8", PWD: SANDBOX_HOME, ...envVars };
+/** The environment of a command: the sandbox's defaults, its image's environment, then the sandbox's envVars. */
+function sandboxEnv(s: LocalState, envVars: Record<string, string>, user: SandboxUser = "user"): Record<string, string> {
+  const home = user === "root" ? "/root" : SANDBOX_HOME;
+  return { HOME: home, PATH: SANDBOX_PATH, USER: user, LANG: "C.UTF-8", PWD: home, ...s.imageEnv, ...envVars };
+}
+
+/** What an image template's sandbox is started with. */
+interface ImportedLayers {
+  /** Layer digests, bottom first. */
+  layers: string[];
+  env: Record<string, string>;
 }

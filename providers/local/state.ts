@@ -14,6 +14,10 @@ export interface LocalState extends BackendState {
   host: string;
   /** Its cgroup's name under the service's parent group; absent when running without cgroups. */
   cgroup?: string;
+  /** Image templates: host id its ids 0..65535 start at (root inside is this host id; its user, hostUid, is idBase + 1000). */
+  idBase?: number;
+  /** Image templates: the image's environment (Env), under each command's own. */
+  imageEnv?: Record<string, string>;
   /** The limits it runs with. */
   resources?: SandboxResources;
 }

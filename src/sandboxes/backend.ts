@@ -67,6 +67,8 @@ export interface ExecSpec {
   args: string[];
   envVars: Record<string, string>;
   timeoutMs: number;
+  /** Who runs it inside: "user" (uid 1000, the default) or "root" (image templates only: root of the sandbox's user namespace, unprivileged on the host). */
+  user?: SandboxUser;
   /** Aborting kills the command (a caller that no longer wants the result: an interrupted agent turn). */
   signal?: AbortSignal;
 }
@@ -97,7 +99,12 @@ export interface SpawnSpec {
   env: Record<string, string>;
   /** Working directory inside the sandbox (default: the home directory). */
   cwd?: string;
+  /** Who runs it inside (see ExecSpec.user). */
+  user?: SandboxUser;
 }
+
+/** The users a command can run as inside a sandbox, as E2B names them. */
+export type SandboxUser = "user" | "root";
 
 export interface SpawnedProcess {
   stdout: ReadableStream<Uint8Array>;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { lchown, mknodWhiteout, setOpaque } from "./xattr";
+import { lchown, mknodWhiteout, setOpaque } from "./syscalls";
 
 /**
  * The content-addressed layer store: DATA_DIR/templates/layers/<hex>/, each directory one
@@ -12,9 +12,8 @@ import { lchown, mknodWhiteout, setOpaque } from "./xattr";
  * content is stored once, whichever template or build made it.
  *
  * Whiteouts are stored as overlayfs expects them, not as OCI markers: a deleted path is a
- * character device 0/0, an opaque directory has the `user.overlay.opaque` extended
- * attribute set to "y" (sandboxes mount their overlay inside a user namespace, with
- * overlayfs's `userxattr` option, where trusted.* attributes are not read).
+ * character device 0/0, an opaque directory has the `trusted.overlay.opaque` extended
+ * attribute set to "y" (the root service mounts each sandbox's overlay on the host).
  *
  * Ownership in a layer is the image's own (root is uid 0): a sandbox sees it through an
  * id-mapped mount onto its own unprivileged host id range (providers/local/rootfs.ts).
@@ -123,7 +122,7 @@ export class LayerStore {
     try {
       const layout = join(work, "oci");
       say(`copying image ${redact(source)}`);
-      const args = ["copy", "--quiet", "--insecure-policy", "--dest-decompress", ...(opts.credentials ? ["--src-creds", `${opts.credentials.username}:${opts.credentials.password}`] : []), source, `oci:${layout}:image`];
+      const args = ["copy", "--quiet", "--insecure-policy", ...(opts.credentials ? ["--src-creds", `${opts.credentials.username}:${opts.credentials.password}`] : []), source, `oci:${layout}:image`];
       await run("skopeo", args, opts.signal);
       const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
       const manifest = JSON.parse(readFileSync(blobPath(layout, index.manifests[0].digest), "utf8"));
@@ -140,13 +139,17 @@ export class LayerStore {
           continue;
         }
         say(`unpacking layer ${i + 1}/${manifest.layers.length} ${digest.slice(0, 12)}`);
-        const blob = blobPath(layout, layer.digest);
-        // skopeo --dest-decompress stores it uncompressed; its digest must be the diff ID.
-        const actual = await sha256File(blob);
+        // skopeo checked each blob against the manifest's digest; the uncompressed tar must
+        // match the diff ID it is stored under. Threat: an image naming another image's
+        // layer digest with different content, which every template sharing that digest
+        // (another organization's too) would then run.
+        const tarFile = join(work, `layer-${i}.tar`);
+        const actual = await decompress(blobPath(layout, layer.digest), layer.mediaType, tarFile, opts.signal);
         if (actual !== digest) throw new Error(`layer ${i} does not match its diff ID (${actual} != ${digest})`);
         const into = join(work, `layer-${i}`);
         mkdirSync(into, { mode: 0o755 });
-        await unpackLayer(blob, into, opts.signal);
+        await unpackLayer(tarFile, into, opts.signal);
+        rmSync(tarFile, { force: true });
         this.place(into, digest);
       }
       return { layers, config: configOf(imageConfig.config ?? {}) };
@@ -281,10 +284,27 @@ async function digestOfTree(dir: string): Promise<string> {
   return hash.digest("hex");
 }
 
-async function sha256File(path: string): Promise<string> {
+/** Writes a layer blob uncompressed to `out` and returns the SHA-256 of what it wrote. */
+async function decompress(blob: string, mediaType: string, out: string, signal?: AbortSignal): Promise<string> {
+  const tool = /gzip/.test(mediaType) ? ["gzip", "-dc", "--", blob] : /zstd/.test(mediaType) ? ["zstd", "-dcq", "--", blob] : /tar$/.test(mediaType) ? ["cat", "--", blob] : undefined;
+  if (!tool) throw new Error(`unsupported layer media type ${mediaType}`);
+  const proc = Bun.spawn(tool, { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const kill = () => proc.kill("SIGKILL");
+  signal?.addEventListener("abort", kill, { once: true });
   const hash = createHash("sha256");
-  for await (const chunk of Bun.file(path).stream()) hash.update(chunk);
-  return hash.digest("hex");
+  const writer = Bun.file(out).writer();
+  try {
+    for await (const chunk of proc.stdout) {
+      hash.update(chunk);
+      writer.write(chunk);
+    }
+    await writer.end();
+    const code = await proc.exited;
+    if (code !== 0) throw new Error(`${tool[0]} failed on a layer: ${(await new Response(proc.stderr).text()).trim()}`);
+    return hash.digest("hex");
+  } finally {
+    signal?.removeEventListener("abort", kill);
+  }
 }
 
 async function run(cmd: string, args: string[], signal?: AbortSignal): Promise<void> {
