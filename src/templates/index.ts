@@ -23,6 +23,7 @@ export function templateServiceOf(s: Services): TemplateService {
       sandboxes: sandboxServiceOf(s),
       networkMode: s.config.sandboxes.network,
       buildAllowOut: s.config.sandboxes.buildAllowOut,
+      dataDir: s.config.dataDir,
       log: s.log.child({ module: "templates" }),
     });
     services.set(s, svc);

@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { upperDir as localUpperDir } from "../../providers/local/rootfs";
 import { ApiError } from "../http/errors";
 import type { Logger } from "../log";
 import { egressRules, type NetworkMode, resolveNetwork } from "../sandboxes/network";
@@ -24,6 +26,7 @@ export interface TemplateServiceDeps {
   networkMode: NetworkMode;
   /** TEMPLATE_BUILD_ALLOW_OUT: what build steps may reach besides the internet (a package mirror). */
   buildAllowOut: string[];
+  dataDir: string;
   log: Logger;
 }
 
@@ -179,7 +182,11 @@ export class TemplateService {
     const serves = inst.plugin.definition.serves;
     // The network any sandbox of an internet template gets under SANDBOX_NETWORK (none when it is off), plus TEMPLATE_BUILD_ALLOW_OUT.
     const network = serves.includes("network") ? egressRules(resolveNetwork(this.d.networkMode, "internet", { allowOut: this.d.buildAllowOut })) : undefined;
-    return new BackendStepSandboxes({ backend: inst.instance, backendName: IMAGE_BACKEND, layers: this.d.layers, resources, network, timeoutSec: STEP_SANDBOX_TIMEOUT_SEC });
+    // The local backend keeps each sandbox in <root>/<id> (providers.local.root, default DATA_DIR/sandboxes); until it answers
+    // upperDir(id, state) itself, its own layout function finds the upper directory there.
+    const root = (inst.instance as { opts?: { root?: string } }).opts?.root ?? join(this.d.dataDir, "sandboxes");
+    const upperDirOf = (id: string) => localUpperDir(join(root, id));
+    return new BackendStepSandboxes({ backend: inst.instance, backendName: IMAGE_BACKEND, layers: this.d.layers, resources, network, timeoutSec: STEP_SANDBOX_TIMEOUT_SEC, upperDirOf });
   }
 }
 

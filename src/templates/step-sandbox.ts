@@ -47,6 +47,8 @@ export interface BackendStepSandboxesOptions {
   resources: SandboxResources;
   network?: EgressRules;
   timeoutSec: number;
+  /** Where a sandbox's upper directory is when the backend does not say (UpperDirs). */
+  upperDirOf?: (id: string, state: BackendState) => string | undefined;
 }
 
 export class BackendStepSandboxes implements StepSandboxes {
@@ -58,6 +60,7 @@ export class BackendStepSandboxes implements StepSandboxes {
     const template = { id: `build-${id}`, backend: this.o.backendName, layers, imageConfig: config };
     const state: BackendState = await backend.create({ sandboxId: id, template, envVars: {}, metadata: {}, timeoutSec: this.o.timeoutSec, resources: this.o.resources, ...(this.o.network ? { network: this.o.network } : {}) });
     const store = this.o.layers;
+    const upperDirOf = this.o.upperDirOf;
     let destroyed = false;
     return {
       async run(script, onLine, signal) {
@@ -81,7 +84,7 @@ export class BackendStepSandboxes implements StepSandboxes {
       },
       async commit() {
         const root = state as RootState;
-        const upper = (backend as SandboxBackend & UpperDirs).upperDir?.(id, state) ?? root.upperDir;
+        const upper = (backend as SandboxBackend & UpperDirs).upperDir?.(id, state) ?? root.upperDir ?? upperDirOf?.(id, state);
         if (!upper) throw new Error(`sandbox backend '${template.backend}' did not give its sandbox an upper layer to commit`);
         return store.commitLayer(upper, { idBase: root.idBase }).then((digest) => (isEmptyLayer(store, digest) ? undefined : digest));
       },
