@@ -152,7 +152,9 @@ export class TemplateService {
     const found = await this.d.store.resolve(organizationId, ref).catch(() => undefined);
     if (!found) return undefined;
     void this.d.store.noteSpawn(found.template.id).catch(() => {});
-    const t = builtTemplate(ref, IMAGE_BACKEND, found.build.layers ?? [], found.build.config!);
+    // The id names the build: a rebuild under the same name is another template to the backend (whose
+    // warm sandboxes of the previous build's layers must not be handed out for the new one).
+    const t = builtTemplate(`${ref}@${found.build.id}`, IMAGE_BACKEND, found.build.layers ?? [], found.build.config!);
     if (found.build.cpuCount) Object.assign(t, { cpuCount: found.build.cpuCount });
     if (found.build.memoryMB) Object.assign(t, { memoryMB: found.build.memoryMB });
     return t;

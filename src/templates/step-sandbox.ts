@@ -51,13 +51,19 @@ export interface BackendStepSandboxesOptions {
   upperDirOf?: (id: string, state: BackendState) => string | undefined;
 }
 
+const NEVER_POOLED_MB = 2 ** 40;
+
 export class BackendStepSandboxes implements StepSandboxes {
   constructor(private readonly o: BackendStepSandboxesOptions) {}
 
   async start(layers: string[], config: ImageConfig): Promise<StepSandbox> {
     const { backend } = this.o;
     const id = newId("sbx_");
-    const template = { id: `build-${id}`, backend: this.o.backendName, layers, imageConfig: config };
+    // memoryMB: what the template "asks" when nothing else does, which only the local backend's warm
+    // pool reads (the create passes its resources). The pool starts sandboxes for a template only in
+    // memory that creates leave, so a one-off step template that asks more than any host has is never
+    // pooled: no idle sandboxes of a layer stack that no create will ask for again.
+    const template = { id: `build-${id}`, backend: this.o.backendName, layers, imageConfig: config, memoryMB: NEVER_POOLED_MB };
     const state: BackendState = await backend.create({ sandboxId: id, template, envVars: {}, metadata: {}, timeoutSec: this.o.timeoutSec, resources: this.o.resources, ...(this.o.network ? { network: this.o.network } : {}) });
     const store = this.o.layers;
     const upperDirOf = this.o.upperDirOf;
