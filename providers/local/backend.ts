@@ -17,7 +17,7 @@ import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import type { LayerStore } from "../../src/templates/layers";
-import { imageRootPaths, maxLayers, unmountUnder } from "./rootfs";
+import { maxLayers, unmountSandbox } from "./rootfs";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
 
@@ -264,7 +264,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     this.relays.forget(dir);
     await this.net?.release(dir, join(this.opts.root, dir));
     // An image sandbox's root and layer mounts go first: a recursive removal never crosses a mount.
-    if (!unmountUnder(join(this.opts.root, dir))) throw new Error(`sandbox ${dir}: its root file system could not be unmounted; its directory is kept`);
+    if (!unmountSandbox(join(this.opts.root, dir))) throw new Error(`sandbox ${dir}: its root file system could not be unmounted; its directory is kept`);
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 

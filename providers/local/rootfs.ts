@@ -1,5 +1,5 @@
-import { randomInt } from "node:crypto";
-import { appendFileSync, chmodSync, closeSync, existsSync, lchownSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { randomInt, randomUUID } from "node:crypto";
+import { appendFileSync, chmodSync, closeSync, existsSync, lchownSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { idmappedBind, mount, MS_NODEV, MS_NOSUID, unmountDetached } from "../../src/templates/syscalls";
 import { SANDBOX_HOME, SANDBOX_UID } from "./layout";
@@ -8,11 +8,18 @@ import { SANDBOX_HOME, SANDBOX_UID } from "./layout";
  * The writable root of a sandbox of an image template, made by the root service on the
  * host before bwrap starts:
  *
- *   <sandbox dir>/l/<i>     each layer of the template, bind-mounted read-only with its
- *                           owners shifted onto the sandbox's host id range (id-mapped)
- *   <sandbox dir>/rw        a tmpfs of the sandbox's disk size, holding
- *     upper/, work/         overlayfs's upper and work directories
- *   <sandbox dir>/root      the overlay: layers below, upper above; bwrap binds it as /
+ *   /run/gateway/sandbox-roots/<random>/   root's, mode 0710, group the sandbox's id base
+ *     l/<i>     each layer of the template, bind-mounted read-only with its owners
+ *               shifted onto the sandbox's host id range (id-mapped)
+ *     rw/       a tmpfs of the sandbox's disk size, holding
+ *       upper/, work/   overlayfs's upper and work directories
+ *     root/     the overlay: layers below, upper above; bwrap binds it as /
+ *   <sandbox dir>/root.mount   names the directory above, for the sandbox's removal
+ *
+ * Not under DATA_DIR, which only root may enter: bwrap runs as the sandbox's host ids and
+ * must reach root/. No other host user or sandbox can (the group bit), though the host's
+ * mountinfo shows the paths; and the sandbox's own mountinfo shows its overlay's options,
+ * which name these paths, not DATA_DIR's.
  *
  * Threat: writes reaching the template. Layers are read-only mounts (the id-mapped binds
  * carry MOUNT_ATTR_RDONLY), so nothing the sandbox does, and no overlay copy-up, can
@@ -44,9 +51,33 @@ export interface ImageRootPaths {
   root: string;
 }
 
-export function imageRootPaths(sandboxDir: string): ImageRootPaths {
-  const rw = join(sandboxDir, "rw");
-  return { lowers: join(sandboxDir, "l"), rw, upper: join(rw, "upper"), work: join(rw, "work"), root: join(sandboxDir, "root") };
+/** Where sandboxes' roots are mounted (see above). */
+export const ROOTS_DIR = "/run/gateway/sandbox-roots";
+
+function rootFileOf(sandboxDir: string): string {
+  return join(sandboxDir, "root.mount");
+}
+
+function pathsIn(holder: string): ImageRootPaths {
+  const rw = join(holder, "rw");
+  return { lowers: join(holder, "l"), rw, upper: join(rw, "upper"), work: join(rw, "work"), root: join(holder, "root") };
+}
+
+/** The mounts of a sandbox of an image template; undefined for a host-/usr sandbox. */
+export function imageRootPaths(sandboxDir: string): ImageRootPaths | undefined {
+  const holder = holderOf(sandboxDir);
+  return holder ? pathsIn(holder) : undefined;
+}
+
+function holderOf(sandboxDir: string): string | undefined {
+  let holder = "";
+  try {
+    holder = readFileSync(rootFileOf(sandboxDir), "utf8");
+  } catch {
+    return undefined;
+  }
+  // Only a path of ours: the file is root's, but a path to unmount and remove is never taken blindly.
+  return holder.startsWith(`${ROOTS_DIR}/`) && /^[0-9a-f-]{36}$/.test(holder.slice(ROOTS_DIR.length + 1)) ? holder : undefined;
 }
 
 /**
@@ -55,16 +86,42 @@ export function imageRootPaths(sandboxDir: string): ImageRootPaths {
  * (LayerStore.commitLayer with the sandbox's idBase). Undefined for a host-/usr sandbox.
  */
 export function upperDir(sandboxDir: string): string | undefined {
-  const p = imageRootPaths(sandboxDir).upper;
-  return existsSync(p) ? p : undefined;
+  const p = imageRootPaths(sandboxDir)?.upper;
+  return p && existsSync(p) ? p : undefined;
 }
 
-/** Mounts the sandbox's overlay root; `layers` are layer directories, bottom first. */
-export function mountImageRoot(sandboxDir: string, layers: string[], usernsFd: number, idBase: number, diskBytes: number): string {
-  const p = imageRootPaths(sandboxDir);
+/**
+ * Mounts the sandbox's overlay root; `layers` are layer directories, bottom first. The
+ * id mapping comes from a user namespace made for it (the sandbox's own is made later,
+ * by its unprivileged start chain), which the mounts keep alive.
+ */
+export async function mountImageRoot(sandboxDir: string, layers: string[], idBase: number, diskBytes: number, unshare: string): Promise<string> {
+  const helper = Bun.spawn([unshare, "--user", "--", "/bin/cat"], { stdin: "pipe", stdout: "ignore", stderr: "ignore", env: {}, cwd: "/" });
+  let usernsFd: number | undefined;
+  try {
+    await mapUserNamespace(helper.pid, idBase, 10_000);
+    usernsFd = openUserNamespace(helper.pid);
+    return mountLayers(sandboxDir, layers, usernsFd, idBase, diskBytes);
+  } finally {
+    if (usernsFd !== undefined) closeSync(usernsFd);
+    helper.kill("SIGKILL");
+    await helper.exited;
+  }
+}
+
+function mountLayers(sandboxDir: string, layers: string[], usernsFd: number, idBase: number, diskBytes: number): string {
+  mkdirSync(ROOTS_DIR, { recursive: true, mode: 0o711 });
+  const holder = join(ROOTS_DIR, randomUUID());
+  // Written before any mount: a crash after it still leaves the path to unmount.
+  writeFileSync(rootFileOf(sandboxDir), holder, { mode: 0o600 });
+  mkdirSync(holder, { mode: 0o710 });
+  chmodSync(holder, 0o710);
+  lchownSync(holder, 0, idBase);
+  const p = pathsIn(holder);
   mkdirSync(p.lowers, { mode: 0o700 });
   mkdirSync(p.rw, { mode: 0o700 });
-  mkdirSync(p.root, { mode: 0o700 });
+  const root = p.root;
+  mkdirSync(root, { mode: 0o700 });
   const lowers: string[] = [];
   for (const [i, layer] of layers.entries()) {
     const at = join(p.lowers, String(i));
@@ -79,8 +136,8 @@ export function mountImageRoot(sandboxDir: string, layers: string[], usernsFd: n
   lchownSync(p.upper, idBase, idBase);
   // The options are one page at most (mount(2)); a template with more layers than fit is refused before.
   const options = `lowerdir=${lowers.join(":")},upperdir=${p.upper},workdir=${p.work},redirect_dir=off,metacopy=off,index=off`;
-  mount("overlay", p.root, "overlay", MS_NOSUID | MS_NODEV, options);
-  return p.root;
+  mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, options);
+  return root;
 }
 
 /** Longest layer list that fits the overlay's mount options for a sandbox directory of this length. */
@@ -117,9 +174,22 @@ export function addSandboxUser(root: string, idBase: number): void {
       mkdirSync(parent, { mode: 0o755 });
       lchownSync(parent, idBase, idBase);
     }
-    mkdirSync(home, { mode: 0o750 });
+    mkdirSync(home, { mode: 0o755 });
     lchownSync(home, idBase + SANDBOX_UID, idBase + SANDBOX_UID);
   }
+}
+
+/**
+ * Unmounts a sandbox's root and layers (none for a host-/usr sandbox) and removes the
+ * root's mount point; true when nothing is left mounted.
+ */
+export function unmountSandbox(sandboxDir: string): boolean {
+  const holder = holderOf(sandboxDir);
+  if (holder) {
+    if (!unmountUnder(holder)) return false;
+    rmSync(holder, { recursive: true, force: true });
+  }
+  return unmountUnder(sandboxDir);
 }
 
 /** Unmounts everything mounted under `dir` (deepest first); true when nothing is left. */
@@ -175,7 +245,6 @@ export function openUserNamespace(pid: number): number {
   return openSync(`/proc/${pid}/ns/user`, "r");
 }
 
-export { closeSync };
 
 /**
  * The start of an image sandbox, as host argv after `setpriv` (run as host uid idBase):

@@ -5,7 +5,7 @@ import { BackendError, type SandboxResources } from "../../src/plugin-api";
 import type { LocalTemplate } from "./template";
 import type { SandboxCgroups } from "./cgroup/types";
 import { prepareSandboxDir, rootfsArgs, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
-import { addSandboxUser, closeSync as closeFd, imageStartArgv, mapUserNamespace, mountImageRoot, openUserNamespace, randomIdBase, unmountUnder } from "./rootfs";
+import { addSandboxUser, imageStartArgv, mapUserNamespace, mountImageRoot, randomIdBase, unmountSandbox } from "./rootfs";
 import { lines } from "../../src/streams/lines";
 import { childrenOf, descendantsOf, pidNamespace, procStat, signal } from "./procfs";
 import { INIT_SCRIPT, startHeartbeat } from "./heartbeat";
@@ -98,7 +98,7 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
  * is the sandbox's overlay (writable, its upper layer on a tmpfs of the disk size), not a
  * tmpfs with read-only binds.
  */
-function imageBwrapArgs(root: string, r: SandboxResources, etcFds: { hosts: number; resolv: number }, network: boolean): string[] {
+function imageBwrapArgs(root: string, r: SandboxResources, fds: { hosts: number; resolv: number }, network: boolean): string[] {
   const disk = String(r.diskSizeMB * MIB);
   return [
     // Threats as for the host-/usr root (bwrapArgs): host processes, host network, IPC,
@@ -113,8 +113,8 @@ function imageBwrapArgs(root: string, r: SandboxResources, etcFds: { hosts: numb
     // pid 1 needs no capability; commands get root's (inside the namespace only) by nsenter.
     "--cap-drop", "ALL",
     "--bind", root, "/",
-    "--ro-bind-data", String(etcFds.hosts), "/etc/hosts",
-    "--ro-bind-data", String(etcFds.resolv), "/etc/resolv.conf",
+    "--ro-bind-data", String(fds.hosts), "/etc/hosts",
+    "--ro-bind-data", String(fds.resolv), "/etc/resolv.conf",
     "--proc", "/proc",
     "--dev", "/dev",
     "--perms", "1777", "--size", disk, "--tmpfs", "/dev/shm",
@@ -148,12 +148,20 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     return fd;
   };
   let proc: ReturnType<typeof Bun.spawn> | undefined;
+  let rootPath: string | undefined;
   try {
     const enterNetwork = o.network ? await o.network.prepare(paths.dir) : [];
+    if (image && idBase !== undefined) {
+      // The root, mounted before bwrap starts where bwrap, running as the sandbox's
+      // unprivileged host ids, can reach it (rootfs.ts).
+      const root = await mountImageRoot(paths.dir, image, idBase, o.resources.diskSizeMB * MIB, o.unshare!);
+      addSandboxUser(root, idBase);
+      rootPath = root;
+    }
     // Only the files bwrap reads are passed: any other descriptor would stay open in the sandbox's pid 1, its host path visible.
     const etcFiles = image ? ["hosts", "resolv.conf"] : ["passwd", "group", "hosts", "resolv.conf"];
     const args = image
-      ? imageBwrapArgs(join(paths.dir, "root"), o.resources, { hosts: 4, resolv: 5 }, !!o.network)
+      ? imageBwrapArgs(rootPath!, o.resources, { hosts: 4, resolv: 5 }, !!o.network)
       : bwrapArgs(o.template, o.resources, { passwd: 4, group: 5, hosts: 6, resolv: 7 }, !!o.network);
     writeFileSync(join(paths.dir, "bwrap.args"), `${args.join("\0")}\0`, { mode: 0o600 });
     const stdio = [open(join(paths.dir, "bwrap.args")), ...etcFiles.map((f) => open(join(paths.etc, f)))];
@@ -180,15 +188,8 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     // creation a crash interrupted (pid and start time, against pid reuse).
     writeFileSync(join(paths.dir, "bwrap.pid"), `${proc.pid} ${procStat(proc.pid)?.startTime ?? -1}`, { mode: 0o600 });
     if (image && idBase !== undefined) {
-      // The outer user namespace mapped, the root mounted through it, then the go-ahead line (rootfs.ts).
+      // The outer user namespace mapped, then the go-ahead line (rootfs.ts).
       await mapUserNamespace(proc.pid, idBase, READY_TIMEOUT_MS);
-      const userns = openUserNamespace(proc.pid);
-      try {
-        const root = mountImageRoot(paths.dir, image, userns, idBase, o.resources.diskSizeMB * MIB);
-        addSandboxUser(root, idBase);
-      } finally {
-        closeFd(userns);
-      }
       const sink = proc.stdin as import("bun").FileSink;
       sink.write("rootfs\n");
       await sink.flush();
@@ -230,7 +231,7 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
     if (o.cgroups && cgroup) await o.cgroups.destroy(cgroup).catch(() => {});
     await o.network?.discard(paths.dir).catch(() => {});
     // Never a recursive removal across a mount (an image sandbox's root, its layers).
-    if (unmountUnder(paths.dir)) rmSync(paths.dir, { recursive: true, force: true });
+    if (unmountSandbox(paths.dir)) rmSync(paths.dir, { recursive: true, force: true });
     throw e;
   }
 }

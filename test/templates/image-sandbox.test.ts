@@ -9,6 +9,7 @@ import { startTestHosts, type TestHosts } from "../helpers/test-hosts";
 import { apiFor, destroyAll, requireBubblewrap } from "../sandboxes/helpers";
 import { sdkOptions } from "../e2b/helpers";
 import { LayerStore } from "../../src/templates/layers";
+import { upperDir } from "../../providers/local/rootfs";
 
 /**
  * Sandboxes of image templates: a Debian base made with debootstrap (cached), imported
@@ -83,7 +84,19 @@ function hostPidsOf(marker: string): number[] {
 }
 
 function upperOf(sandboxId: string): string {
-  return join(svc.dataDir, "sandboxes", sandboxId, "rw", "upper");
+  const upper = upperDir(join(svc.dataDir, "sandboxes", sandboxId));
+  if (!upper) throw new Error(`sandbox ${sandboxId} has no upper directory`);
+  return upper;
+}
+
+/** Host pid of the one `sleep <seconds>` of a sandbox (a duration no other process uses). */
+async function sleeperPid(seconds: string): Promise<number> {
+  for (let i = 0; i < 400; i++) {
+    const pids = hostPidsOf(`sleep\0${seconds}\0`);
+    if (pids.length) return pids[0]!;
+    await Bun.sleep(25);
+  }
+  throw new Error(`no process 'sleep ${seconds}' appeared`);
 }
 
 describe("an image template's sandbox", () => {
@@ -103,12 +116,9 @@ describe("an image template's sandbox", () => {
   });
 
   test("root inside is uid 0 there and an unprivileged host id outside", async () => {
-    const marker = `gw-root-${crypto.randomUUID()}`;
-    const h = await a.commands.run(`id -u; exec sleep 30 # ${marker}`, { user: "root", background: true });
-    let pids: number[] = [];
-    for (let i = 0; i < 200 && !(pids = hostPidsOf(marker).filter((p) => readFileSync(`/proc/${p}/comm`, "utf8").trim() === "sleep")).length; i++) await Bun.sleep(25);
-    expect(pids.length).toBe(1);
-    const hostUid = hostUidOf(pids[0]!);
+    const rootSleep = `30.${Math.floor(Math.random() * 1e9)}`;
+    const h = await a.commands.run(`sleep ${rootSleep}`, { user: "root", background: true });
+    const hostUid = hostUidOf(await sleeperPid(rootSleep));
     // Not root, nor a system or login user of the host: a range of its own (>= 2^21).
     expect(hostUid).toBeGreaterThanOrEqual(0x200000);
     expect(hostUid % 65536).toBe(0);
@@ -118,10 +128,9 @@ describe("an image template's sandbox", () => {
     // Inside, ids map 1:1 onto the sandbox's outer namespace: 65536 of them, nothing more.
     expect(who.stdout.split("\n")[1]!.trim().split(/\s+/)).toEqual(["0", "0", "65536"]);
     // And the user's commands run under the same range, 1000 above.
-    const marker2 = `gw-user-${crypto.randomUUID()}`;
-    const u = await a.commands.run(`exec sleep 30 # ${marker2}`, { background: true });
-    for (let i = 0; i < 200 && !(pids = hostPidsOf(marker2).filter((p) => readFileSync(`/proc/${p}/comm`, "utf8").trim() === "sleep")).length; i++) await Bun.sleep(25);
-    expect(hostUidOf(pids[0]!)).toBe(hostUid + 1000);
+    const userSleep = `30.${Math.floor(Math.random() * 1e9)}`;
+    const u = await a.commands.run(`sleep ${userSleep}`, { background: true });
+    expect(hostUidOf(await sleeperPid(userSleep))).toBe(hostUid + 1000);
     await u.kill();
   });
 
@@ -179,12 +188,14 @@ describe("an image template's sandbox", () => {
     expect(String(err.message)).toContain("user 'nobody-here' not found");
   });
 
-  test("killing a sandbox unmounts its root and removes its directory", async () => {
+  test("killing a sandbox unmounts its root and layers and removes its directories", async () => {
     const dir = join(svc.dataDir, "sandboxes", b.sandboxId);
-    expect(readFileSync("/proc/self/mountinfo", "utf8")).toContain(dir);
+    const holder = readFileSync(join(dir, "root.mount"), "utf8");
+    expect(readFileSync("/proc/self/mountinfo", "utf8")).toContain(holder);
     await b.kill();
     expect(existsSync(dir)).toBe(false);
-    expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(dir);
+    expect(existsSync(holder)).toBe(false);
+    expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(holder);
   });
 });
 
