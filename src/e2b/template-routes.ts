@@ -3,7 +3,7 @@
  * spec/openapi.yml, tag `templates`): request a build (`POST /v3/templates`), get an upload
  * link for a COPY step's files by hash, start the build with its steps, poll its status and
  * logs, list, get, delete, check an alias, and tags. They sit on the one template service,
- * so a template built here is the same template on `/sandboxes/templates`, and
+ * so a template built here is the same template on `/templates`, and
  * `Sandbox.create(name)` starts it on either surface.
  */
 import { Elysia, t } from "elysia";
