@@ -10,6 +10,7 @@ import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
 import { e2bDataModule, e2bModule } from "./e2b";
+import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
@@ -45,9 +46,11 @@ export const routeModules: RouteModule[] = [
   limitsModule,
   gatewayModule,
   eventsModule,
+  templatesModule,
   sandboxesModule,
   e2bModule,
   e2bDataModule,
+  templateUploadsModule,
   agentsModule,
   skillsModule,
   endpointsModule,

@@ -13,3 +13,4 @@ export * from "../generation/schema";
 export * from "../e2b/schema";
 export * from "../sandboxes/quota-schema";
 export * from "../sandboxes/node-schema";
+export * from "../templates/schema";

@@ -15,6 +15,11 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "sandbox.lifecycle.lost",
     "router.process.completed",
     "router.skill.completed",
+    // Ours: template builds (src/templates). The spec's `template` resource type cannot be
+    // registered, so they are sandbox events whose resource is the template (resourceID tpl_...).
+    "sandbox.template.build.started",
+    "sandbox.template.build.completed",
+    "sandbox.template.build.failed",
   ],
   session: [
     "user.message",

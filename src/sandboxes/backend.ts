@@ -33,6 +33,10 @@ export interface SharedTemplate {
   maxDiskSizeMB?: number;
   /** The network of its new sandboxes when a create does not say (over SANDBOX_NETWORK; never past `off`). */
   network?: "none" | "internet";
+  /** Run in the background when one of its sandboxes starts (E2B's setStartCmd; start-command.ts). */
+  startCmd?: string;
+  /** Run until it succeeds before a create returns (E2B's setReadyCmd). */
+  readyCmd?: string;
 }
 
 /** A sandbox's resources, resolved from its template and the create body. */

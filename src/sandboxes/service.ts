@@ -13,6 +13,7 @@ import type { SandboxQuotas } from "./quota";
 import type { SandboxNodes } from "./nodes";
 import { callNode, type RemoteOp } from "./node-calls";
 import { claimStop, finishDestroy } from "./sweeps";
+import { createStarted } from "./start-command";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -68,6 +69,8 @@ export class SandboxService {
   private queuedEvents: NewEvent[] = [];
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
+  /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
+  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
@@ -274,7 +277,7 @@ export class SandboxService {
 
   /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
   async origin(organizationId: string, templateID: string): Promise<Origin> {
-    const template = this.templates.get(templateID);
+    const template = this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
     if (template) return { template };
     const snapshot = await this.findSnapshot(organizationId, templateID);
     const base = snapshot && this.templates.get(snapshot.templateId);
@@ -303,7 +306,7 @@ export class SandboxService {
     await this.quotas?.admit(organizationId, id, resources);
     const started = performance.now();
     if (snapshot && !this.pauseOfBackend(template.backend)?.snapshot) throw new ApiError(501, `sandbox backend '${template.backend}' does not start sandboxes from snapshots`);
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}), ...(snapshot ? { fromSnapshot: snapshot.id } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
+    const state = await this.call(() => createStarted(backend, { sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}), ...(snapshot ? { fromSnapshot: snapshot.id } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
       this.observe?.sandboxCreated(template.id, false, started);
       await this.quotas?.release(id).catch(() => {});
       throw e;

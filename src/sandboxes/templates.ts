@@ -89,6 +89,8 @@ const SHARED_FIELDS = {
   maxCpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
   maxDiskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
   network: Type.Optional(Type.Union([Type.Literal("none"), Type.Literal("internet")])),
+  startCmd: Type.Optional(Type.String({ minLength: 1 })),
+  readyCmd: Type.Optional(Type.String({ minLength: 1 })),
 };
 
 /**

@@ -16,6 +16,7 @@ import m13 from "./0013_usage_parts_and_holds.sql" with { type: "text" };
 import m14 from "./0014_sandbox_pause_lifecycle_snapshots.sql" with { type: "text" };
 import m15 from "./0015_budget_leases.sql" with { type: "text" };
 import m16 from "./0016_sandbox_nodes_and_shared_media.sql" with { type: "text" };
+import m17 from "./0017_template_builds.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -35,4 +36,5 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0014_sandbox_pause_lifecycle_snapshots", when: 1795771091969, breakpoints: true, sql: m14 },
   { tag: "0015_budget_leases", when: 1795775332013, breakpoints: true, sql: m15 },
   { tag: "0016_sandbox_nodes_and_shared_media", when: 1795775905343, breakpoints: true, sql: m16 },
+  { tag: "0017_template_builds", when: 1795776430941, breakpoints: true, sql: m17 },
 ];
