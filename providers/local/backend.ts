@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
@@ -17,7 +17,7 @@ import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import type { LayerStore } from "../../src/templates/layers";
-import { maxLayers, sweepOrphanRoots, unmountSandbox } from "./rootfs";
+import { maxLayers, rootsOf, sweepOrphanRoots, unmountSandbox } from "./rootfs";
 import { killUnfinished, type Started, startSandbox } from "./start";
 import { HOST_ID, joinCgroupArgs, type LocalState, sameMachine } from "./state";
 import { archiveWritable, RESTORE_COMMAND } from "./writable-state";
@@ -283,6 +283,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     this.net?.close();
     // Sandboxes outlive the service and keep the parent group; an empty one goes.
     this.cgroupState?.cgroups?.removeParentIfEmpty();
+    // Likewise the directory of image sandboxes' roots (rmdir: only when none is left).
+    try {
+      rmdirSync(rootsOf(this.opts.root));
+    } catch {
+      // Missing, or image sandboxes still run.
+    }
   }
 
   private async destroyDir(dir: string, s: LocalState): Promise<void> {

@@ -454,8 +454,8 @@ export class SandboxService {
     try {
       state = await backend.pause(row.id, row.backendState, { keepMemory });
     } catch (e) {
-      // A refusal (a pause the backend cannot do for this sandbox) says why; a failure is the provider's.
-      if (e instanceof BackendError && e.status < 500) throw new ApiError(e.status, e.message);
+      // A refusal (400: a pause the backend cannot do for this sandbox) says why; anything else is the provider failing.
+      if (e instanceof BackendError && e.status === 400) throw new ApiError(400, e.message);
       this.log.warn("sandbox pause failed in backend", { sandboxId: row.id, err: e });
       throw new ApiError(502, "failed to pause sandbox in provider");
     }
