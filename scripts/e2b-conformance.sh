@@ -57,11 +57,18 @@ DATA_DIR=$(mktemp -d -t e2b-conformance-data-XXXXXX)
 PORT=$("$BUN" -e 'const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }); console.log(s.port); s.stop(true)')
 SERVICE_PID=
 cleanup() {
+  # The sandboxes first: they outlive the service by design (and hold mounts in DATA_DIR).
+  if [ -n "$SERVICE_PID" ] && [ -n "${E2B_API_KEY:-}" ]; then
+    for id in $(curl -fsS "$E2B_API_URL/sandboxes" -H "X-API-Key: $E2B_API_KEY" 2>/dev/null | "$BUN" -e 'for (const s of JSON.parse(await Bun.stdin.text() || "[]")) console.log(s.sandboxID)' 2>/dev/null); do
+      curl -fsS -X DELETE "$E2B_API_URL/sandboxes/$id" -H "X-API-Key: $E2B_API_KEY" >/dev/null 2>&1 || true
+    done
+  fi
   if [ -n "$SERVICE_PID" ]; then
     kill -TERM "$SERVICE_PID" 2>/dev/null || true
     wait "$SERVICE_PID" 2>/dev/null || true
   fi
-  if [ -z "${KEEP:-}" ]; then rm -rf "$DATA_DIR"; else echo "service data kept in $DATA_DIR"; fi
+  if [ -z "${KEEP:-}" ]; then rm -rf "$DATA_DIR" 2>/dev/null || echo "some of $DATA_DIR is still in use (a sandbox's mounts); remove it later" >&2
+  else echo "service data kept in $DATA_DIR"; fi
 }
 trap cleanup EXIT
 export DATA_DIR PORT HOST=127.0.0.1 BOOTSTRAP=false LOG_LEVEL=${LOG_LEVEL:-warn}

@@ -41,7 +41,7 @@ def r_set_env(env):
     # Each variable's old value (NA: unset) kept in the kernel, put back by r_restore_env.
     names = "c(" + ", ".join(r_string(k) for k in env) + ")"
     sets = ", ".join("%s = %s" % (r_string(k), r_string(v)) for k, v in env.items())
-    return ".e2b_saved <- Sys.getenv(%s, unset = NA); do.call(Sys.setenv, list(%s)); invisible(NULL)" % (names, sets)
+    return ".e2b_saved <- Sys.getenv(%s, unset = NA, names = TRUE); do.call(Sys.setenv, list(%s)); invisible(NULL)" % (names, sets)
 
 R_RESTORE_ENV = ("for (.e2b_k in names(.e2b_saved)) { if (is.na(.e2b_saved[[.e2b_k]])) Sys.unsetenv(.e2b_k) "
                  "else do.call(Sys.setenv, setNames(list(.e2b_saved[[.e2b_k]]), .e2b_k)) }; rm(.e2b_saved, .e2b_k); invisible(NULL)")

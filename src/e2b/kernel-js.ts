@@ -43,7 +43,8 @@ function start() {
 
 function finish() {
   running = false;
-  out({ type: "end_of_execution" });
+  // Byte for byte as the Python bridge writes it: the service matches this line exactly.
+  process.stdout.write('{"type": "end_of_execution"}\n');
   next();
 }
 
