@@ -87,8 +87,17 @@ test("the default contexts are Python's and JavaScript's; restart drops a JavaSc
   expect((await sbx.runCode("typeof kept", { context: ctx })).text).toBe("undefined");
 }, 240_000);
 
-test("an unknown language is refused with a clear error", async () => {
-  await expect(sbx.runCode("1", { language: "cobol" })).rejects.toThrow(/cobol/);
+test("an unknown language is refused with 400, naming the languages there are", async () => {
+  // The SDK reports the status only; the body says which languages run.
+  await expect(sbx.runCode("1", { language: "cobol" })).rejects.toThrow(/400/);
+  const token = (sbx as unknown as { envdAccessToken?: string }).envdAccessToken;
+  const res = await fetch(`${c.opts.sandboxUrl}/execute`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "e2b-sandbox-id": sbx.sandboxId, "e2b-sandbox-port": "49999", "x-access-token": token ?? "" },
+    body: JSON.stringify({ code: "1", language: "cobol" }),
+  });
+  expect(res.status).toBe(400);
+  expect(await res.text()).toContain("python, javascript (js), typescript (ts), bash and r");
 }, 60_000);
 
 test("charts: a line figure's chart as E2B's e2b_charts extracts it", async () => {
