@@ -129,6 +129,7 @@ cd "$ROOT"
 "$BUN" "$HERE/e2b-conformance/summary.ts" \
   --e2b "$OUT/e2b.json" --e2b-commit "$(git -C "$E2B_DIR" rev-parse HEAD)" --e2b-tests "$E2B_DIR/packages/js-sdk/tests" \
   --ci "$OUT/code-interpreter.json" --ci-commit "$(git -C "$CI_DIR" rev-parse HEAD)" --ci-tests "$CI_DIR/js/tests" \
+  --e2b-sdk "$(node -p "require('$E2B_DIR/packages/js-sdk/package.json').version")" \
   --sdk "$(node -p "require('$CI_DIR/js/node_modules/e2b/package.json').version")" \
   >"$OUT/summary.md"
 echo "== summary: $OUT/summary.md"

@@ -18,6 +18,7 @@ const { values: a } = parseArgs({
     "ci-commit": { type: "string" },
     "ci-tests": { type: "string" },
     sdk: { type: "string" },
+    "e2b-sdk": { type: "string" },
   },
 });
 
@@ -122,7 +123,7 @@ const elsewhere = suites.flatMap((s) => s.failures).filter((f) => /^- .*: (lifec
 const applicable = total.passed + total.failed;
 const pct = (n: number, d: number) => (d ? ((100 * n) / d).toFixed(1) : "0.0");
 console.log(`## Result`, "");
-console.log(`SDK under the code interpreter suite: e2b ${a.sdk}.`, "");
+console.log(`SDKs: the E2B suite tests its own source (e2b ${a["e2b-sdk"]}); the code interpreter suite runs on e2b ${a.sdk} (its lockfile).`, "");
 console.log(`- applicable tests: ${applicable}; passed ${total.passed} (${pct(total.passed, applicable)}%), failed ${total.failed}; not applicable ${total.na}; skipped by the suites themselves ${total.skipped}`);
 console.log(`- without the ${elsewhere} lifecycle, snapshot and template tests (work on those parts is under way): passed ${total.passed} of ${applicable - elsewhere} (${pct(total.passed, applicable - elsewhere)}%)`, "");
 console.log(lines.join("\n"));
