@@ -17,8 +17,8 @@
 # here sends traffic off the machine. E2B_DOMAIN=localhost keeps any URL the SDK builds
 # from the sandbox's domain (getHost) on loopback too. Tests that need E2B's cloud
 # (template builds, volumes, secrets, IAM...) are listed as not applicable with their
-# reason (not-applicable.txt); the SDKs' own unit tests, which mock HTTP and never reach
-# a service, are not run.
+# reason (known-failures.txt, with the reasons of the other failures); the SDK's own unit
+# tests that use no sandbox are not run (no service is involved).
 #
 # Settings: JOBS (vitest workers, default 2), KEEP=1 keeps the service's data dir,
 # SUITES="e2b code-interpreter" (the default) or one of them (the other's last report in
@@ -52,6 +52,7 @@ echo "== installing the suites' dependencies (npm registry)"
 (cd "$CI_DIR" && npx -y "$(pnpm_of "$CI_DIR")" install --frozen-lockfile --filter ./js --config.engine-strict=false --config.confirm-modules-purge=false) >"$OUT/install-code-interpreter.log" 2>&1 \
   || { tail -20 "$OUT/install-code-interpreter.log" >&2; exit 1; }
 
+: >"$OUT/not-run.txt"
 echo "== starting the service"
 DATA_DIR=$(mktemp -d -t e2b-conformance-data-XXXXXX)
 PORT=$("$BUN" -e 'const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }); console.log(s.port); s.stop(true)')
@@ -93,13 +94,19 @@ unset E2B_DEBUG E2B_ACCESS_TOKEN
 
 # The test files to run: those that exercise a sandbox, minus the excluded ones.
 select_files() { # <tests dir relative to cwd>
+  grep -rLE "sandboxTest|Sandbox\.(create|connect)|secureSandboxTest" "$1" --include='*.test.ts' \
+    | grep -v '/runtimes/' | sort | while read -r f; do
+      case "$f" in
+        */template/*) echo "not run (template builds, E2B's template builder: the template work): $f" >&2 ;;
+        */volume/*) echo "not run (volumes: not offered here): $f" >&2 ;;
+        */secret/*) echo "not run (secrets: E2B's cloud): $f" >&2 ;;
+        *) echo "not run (uses no sandbox: an SDK unit test): $f" >&2 ;;
+      esac
+    done
   grep -rlE "sandboxTest|Sandbox\.(create|connect)|secureSandboxTest" "$1" --include='*.test.ts' \
     | grep -v '/runtimes/' | sort | while read -r f; do
       if grep -qxF "$(basename "$f" .test.ts)" <(grep -v '^#' "$HERE/e2b-conformance/excluded.txt" | cut -d' ' -f1); then
         echo "excluded (reaches public addresses): $f" >&2
-      elif grep -q "from 'msw'" "$f"; then
-        # Its requests are answered by a mock in the test (msw), not by a service.
-        echo "not run (SDK unit test against mocked HTTP): $f" >&2
       else
         echo "$f"
       fi
@@ -110,7 +117,7 @@ SUITES=" ${SUITES:-e2b code-interpreter} "
 if [[ "$SUITES" == *" e2b "* ]]; then
 echo "== E2B js-sdk suite ($(git -C "$E2B_DIR" rev-parse HEAD))"
 cd "$E2B_DIR/packages/js-sdk"
-mapfile -t FILES < <(select_files tests)
+mapfile -t FILES < <(select_files tests 2> >(sed 's/^/e2b /' | tee -a "$OUT/not-run.txt" >&2))
 npx vitest run --project unit --maxWorkers "$JOBS" --reporter=default --reporter=json \
   --outputFile.json="$OUT/e2b.json" "${FILES[@]}" >"$OUT/e2b.log" 2>&1 || true
 tail -8 "$OUT/e2b.log"
@@ -119,7 +126,7 @@ fi
 if [[ "$SUITES" == *" code-interpreter "* ]]; then
 echo "== code-interpreter js suite ($(git -C "$CI_DIR" rev-parse HEAD))"
 cd "$CI_DIR/js"
-mapfile -t FILES < <(select_files tests)
+mapfile -t FILES < <(select_files tests 2> >(sed 's/^/ci /' | tee -a "$OUT/not-run.txt" >&2))
 npx vitest run --maxWorkers "$JOBS" --reporter=default --reporter=json \
   --outputFile.json="$OUT/code-interpreter.json" "${FILES[@]}" >"$OUT/code-interpreter.log" 2>&1 || true
 tail -8 "$OUT/code-interpreter.log"
@@ -130,6 +137,7 @@ cd "$ROOT"
   --e2b "$OUT/e2b.json" --e2b-commit "$(git -C "$E2B_DIR" rev-parse HEAD)" --e2b-tests "$E2B_DIR/packages/js-sdk/tests" \
   --ci "$OUT/code-interpreter.json" --ci-commit "$(git -C "$CI_DIR" rev-parse HEAD)" --ci-tests "$CI_DIR/js/tests" \
   --e2b-sdk "$(node -p "require('$E2B_DIR/packages/js-sdk/package.json').version")" \
+  --not-run "$OUT/not-run.txt" \
   --sdk "$(node -p "require('$CI_DIR/js/node_modules/e2b/package.json').version")" \
   >"$OUT/summary.md"
 echo "== summary: $OUT/summary.md"

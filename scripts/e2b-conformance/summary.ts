@@ -5,7 +5,7 @@
  * "not applicable"; a test waiting for work on another part is a failure with that
  * reason); a failure not listed there shows the first line of its error.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -19,6 +19,7 @@ const { values: a } = parseArgs({
     "ci-tests": { type: "string" },
     sdk: { type: "string" },
     "e2b-sdk": { type: "string" },
+    "not-run": { type: "string" },
   },
 });
 
@@ -122,12 +123,15 @@ for (const s of suites) {
 const elsewhere = suites.flatMap((s) => s.failures).filter((f) => /^- .*: (lifecycle|snapshot|template)/.test(f)).length;
 const applicable = total.passed + total.failed;
 const pct = (n: number, d: number) => (d ? ((100 * n) / d).toFixed(1) : "0.0");
-console.log(`## Result`, "");
-console.log(`SDKs: the E2B suite tests its own source (e2b ${a["e2b-sdk"]}); the code interpreter suite runs on e2b ${a.sdk} (its lockfile).`, "");
+console.log("## Result\n");
+console.log(`SDKs: the E2B suite tests its own source (e2b ${a["e2b-sdk"]}); the code interpreter suite runs on e2b ${a.sdk} (its lockfile).\n`);
 console.log(`- applicable tests: ${applicable}; passed ${total.passed} (${pct(total.passed, applicable)}%), failed ${total.failed}; not applicable ${total.na}; skipped by the suites themselves ${total.skipped}`);
-console.log(`- without the ${elsewhere} lifecycle, snapshot and template tests (work on those parts is under way): passed ${total.passed} of ${applicable - elsewhere} (${pct(total.passed, applicable - elsewhere)}%)`, "");
-console.log(lines.join("\n"));
-console.log("## Failures", "");
-console.log(suites.flatMap((s) => s.failures.map((f) => f.replace("- `", `- ${s.name} \``))).join("\n") || "none", "");
-console.log("## Not applicable", "");
+console.log(`- without the ${elsewhere} lifecycle, snapshot and template tests (work on those parts is under way): passed ${total.passed} of ${applicable - elsewhere} (${pct(total.passed, applicable - elsewhere)}%)\n`);
+console.log(`${lines.join("\n")}\n`);
+console.log("## Failures\n");
+console.log(suites.flatMap((s) => s.failures.map((f) => f.replace("- `", `- ${s.name} \``))).join("\n") || "none");
+console.log("\n## Not applicable\n");
 console.log(suites.flatMap((s) => s.na.map((f) => f.replace("- `", `- ${s.name} \``))).join("\n") || "none");
+const notRun = a["not-run"] && existsSync(a["not-run"]) ? readFileSync(a["not-run"], "utf8").split("\n").filter(Boolean) : [];
+console.log("\n## Not run\n");
+console.log(notRun.map((l) => `- ${l.replace(/^(\S+) (.*): (\S+)$/, "$1 `$3`: $2")}`).join("\n") || "none");
