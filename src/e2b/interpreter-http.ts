@@ -56,13 +56,18 @@ export class Interpreter {
     if (path === "/contexts" && method === "POST") {
       const body = await this.json(request);
       const language = languageOf(body.language);
-      // The default contexts come first, as on E2B where they exist from the sandbox's start.
-      await this.defaultContexts(ref);
-      return Response.json(describe(await this.create(ref, language, typeof body.cwd === "string" ? body.cwd : HOME)));
+      // The default contexts come first in the list, as on E2B where they exist from the
+      // sandbox's start; all start at once (a kernel's start is most of a request's time).
+      const defaults = this.defaultContexts(ref);
+      const made = this.create(ref, language, typeof body.cwd === "string" ? body.cwd : HOME);
+      await defaults;
+      return Response.json(describe(await made));
     }
     if (path === "/contexts" && method === "GET") {
       await this.defaultContexts(ref);
-      return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+      // A context whose kernel failed to start is not listed (it is gone from the table too).
+      const all = await Promise.allSettled([...(this.contexts.get(ref.sandboxId)?.values() ?? [])]);
+      return Response.json(all.flatMap((c) => (c.status === "fulfilled" ? [describe(c.value)] : [])));
     }
     const m = /^\/contexts\/([A-Za-z0-9_-]{1,64})(\/restart)?$/.exec(path);
     if (m && method === "DELETE" && !m[2]) {
@@ -104,10 +109,15 @@ export class Interpreter {
     return ctx;
   }
 
-  /** E2B's default contexts: Python's and JavaScript's. */
+  /**
+   * E2B's default contexts, Python's and JavaScript's, started together. Best effort: a host
+   * without node still serves Python (the JavaScript context's own requests say what is missing).
+   */
   private async defaultContexts(ref: SandboxRef): Promise<void> {
-    await this.defaultContext(ref, "python");
-    await this.defaultContext(ref, "javascript");
+    const [python, javascript] = await Promise.allSettled([this.defaultContext(ref, "python"), this.defaultContext(ref, "javascript")]);
+    if (python.status === "rejected") throw python.reason;
+    // Killed meanwhile: say so, as any request to a killed sandbox's interpreter does.
+    if (javascript.status === "rejected" && javascript.reason instanceof SandboxGone) throw javascript.reason;
   }
 
   /**
