@@ -4,7 +4,7 @@
 // same run: spawning `echo hi` directly on the host, and a one-shot `bwrap ... echo hi`
 // (what a design that starts a new bwrap per command would pay per command). The E2B
 // SDK's create + first command goes through the E2B surface against the spec's API.
-// Sandbox networks: bench/sandbox-network.ts.
+// Sandbox networks: bench/sandbox-network.ts; pause to disk and snapshots: bench/sandbox-lifecycle.ts.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import { pidsInNamespace, procStat } from "../providers/local/procfs";
 import { Sandbox } from "e2b";
 import { fmt, percentile, benchDatabase } from "./lib";
 import { networkBench } from "./sandbox-network";
+import { lifecycleBench } from "./sandbox-lifecycle";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -111,6 +112,22 @@ async function sdkCreateAndFirstCommand(url: string, apiKey: string, n: number):
   const out = await time(n, () => once(ids));
   for (const id of [...warm, ...ids]) await Sandbox.kill(id, opts);
   return out;
+}
+
+async function lifecycleService(databaseUrl: string | undefined) {
+  const svc = await benchService(databaseUrl);
+  return { url: svc.server.url, key: svc.key, close: svc.close };
+}
+
+/** `npm run bench -- sandbox-lifecycle`: only the pause, resume and snapshot rows. */
+export async function runLifecycle() {
+  if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
+  const db = await benchDatabase("sbxlc");
+  try {
+    await lifecycleBench(() => lifecycleService(db.url));
+  } finally {
+    await db.drop();
+  }
 }
 
 export async function run() {
@@ -212,6 +229,7 @@ export async function run() {
       const svc = await benchService(db.url, env);
       return { call: svc.call, close: svc.close };
     });
+    await lifecycleBench(() => lifecycleService(db.url));
   } finally {
     for (const sid of created) await call("DELETE", `/sandboxes/${sid}`).catch(() => {});
     await close();

@@ -42,7 +42,7 @@ const USAGE = `usage:
   gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
 Beside a running service on the same embedded DATA_DIR, orgs/keys commands go through
-that service. Configuration is read from the environment; see README.md.
+that service. Configuration is read from the environment; see docs/configuration.md.
 
 A spending limit is in USD per period; <p> is daily, weekly, monthly (reset at 00:00 UTC;
 weeks start on Monday) or none (never reset, the default).`;

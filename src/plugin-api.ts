@@ -45,6 +45,8 @@ export type {
   ExecSpec,
   FullSandboxBackend,
   Liveness,
+  PauseOptions,
+  ResumeOptions,
   SandboxBackend,
   SandboxCapability,
   SandboxFilesystem,

@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -17,7 +17,8 @@ import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import { killUnfinished, type Started, startSandbox } from "./start";
-import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
+import { HOST_ID, joinCgroupArgs, type LocalState, sameMachine } from "./state";
+import { archiveWritable, RESTORE_COMMAND } from "./writable-state";
 
 export interface LocalLimits {
   /** Processes per sandbox uid (RLIMIT_NPROC); the pids cgroup limit is the template's `pids`. */
@@ -178,16 +179,46 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
         this.opts.hostMemory.release(spec.sandboxId);
         throw e;
       }));
-    // Its rules are in force before its first command runs.
-    if (this.net) await this.net.apply(spec.sandboxId, dir, this.cgroupJoin(started.state), spec.network ?? NO_EGRESS).catch(async (e) => {
-      started.discard();
-      await this.destroyDir(spec.sandboxId, started.state);
-      throw e;
-    });
-    // From here on the sandbox outlives the service.
-    started.release();
+    await this.settle(spec.sandboxId, started, spec.network, spec.fromSnapshot ? this.snapshotPath(spec.fromSnapshot) : undefined);
     this.pool.refill(spec.template);
     return started.state;
+  }
+
+  /**
+   * The last steps of a start: its egress rules, then the files it starts with (a
+   * snapshot's, or its own from before a pause), then its release; on a failure the new
+   * sandbox is destroyed.
+   */
+  private async settle(id: string, started: Started, network: EgressRules | undefined, files: string | undefined): Promise<void> {
+    try {
+      // Its rules are in force before its first command runs.
+      if (this.net) await this.net.apply(id, join(this.opts.root, id), this.cgroupJoin(started.state), network ?? NO_EGRESS);
+      if (files) await this.restore(id, started.state, files);
+    } catch (e) {
+      started.discard();
+      await this.destroyDir(id, started.state);
+      throw e;
+    }
+    // From here on the sandbox outlives the service.
+    started.release();
+  }
+
+  /** Unpacks an archive of writable state (writable-state.ts) inside the sandbox, as its user. */
+  private async restore(id: string, s: LocalState, archive: string): Promise<void> {
+    if (!existsSync(archive)) throw new BackendError(404, `the files of ${id}'s snapshot are gone from this host`);
+    const proc = Bun.spawn(this.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv({}) });
+    const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    if (code !== 0) throw new BackendError(507, `restoring the sandbox's files failed (its disk size may be smaller than the files): ${err.trim().slice(0, 500) || `tar exited ${code}`}`);
+  }
+
+  /** Where a paused sandbox's files are kept: outside its directory, which a pause to disk removes. */
+  private pausedPath(id: string): string {
+    return join(this.opts.root, ".paused", `${id}.tar`);
+  }
+
+  private snapshotPath(snapshotId: string): string {
+    if (!/^[a-z0-9_]{1,64}$/.test(snapshotId)) throw new BackendError(400, "invalid snapshot id");
+    return join(this.opts.root, ".snapshots", `${snapshotId}.tar`);
   }
 
   private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
@@ -351,31 +382,127 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   /**
    * Pause freezes the sandbox's cgroup: every process stops at once, forks included,
    * and none of them sees a signal (SIGSTOP would be visible to a parent as a stopped
-   * child). Memory and files stay as they are. Without cgroups: SIGSTOP to each process.
+   * child). Without cgroups: SIGSTOP to each process. Then its files go to disk, so
+   * that the pause outlives a host reboot (the processes do not: see the README).
+   * keepMemory false ends the processes once the files are written: a resume starts
+   * the sandbox again with them.
    */
-  async pause(id: string, state: BackendState): Promise<void> {
+  async pause(id: string, state: BackendState, opts: PauseOptions = { keepMemory: true }): Promise<BackendState> {
     const s = this.live(id, state);
+    await this.freeze(id, s);
+    try {
+      await archiveWritable(this.tool("tar"), s.initPid, this.pausedPath(id));
+    } catch (e) {
+      this.thaw(s);
+      throw e;
+    }
+    if (opts.keepMemory) return s;
+    await this.destroyDir(id, s);
+    return { ...s, onDisk: true };
+  }
+
+  private async freeze(id: string, s: LocalState): Promise<void> {
     if (s.cgroup && this.cgroups) return this.cgroups.freeze(s.cgroup);
     await pauseBySignals(id, s.pidNs);
   }
 
-  async resume(id: string, state: BackendState): Promise<void> {
-    const s = this.live(id, state);
+  private thaw(s: LocalState): void {
     if (s.cgroup && this.cgroups) this.cgroups.thaw(s.cgroup);
     else resumeBySignals(s.pidNs);
   }
 
+  /**
+   * Thaws the kept processes; when there are none (paused to disk, a host reboot since,
+   * or `reboot` asked), starts the sandbox again from its template with the files it
+   * had, under the same id, and returns its new state.
+   */
+  async resume(id: string, state: BackendState, _timeoutSec: number, opts?: ResumeOptions): Promise<BackendState> {
+    const s = state as LocalState;
+    const archive = this.pausedPath(id);
+    const kept = !s.onDisk && s.host === HOST_ID && this.running(s);
+    if (kept && !opts?.reboot) {
+      this.thaw(s);
+      // From now on the processes change the files; the copy on disk is stale.
+      rmSync(archive, { force: true });
+      return s;
+    }
+    if (!existsSync(archive)) throw new BackendError(409, `sandbox ${id} is no longer on this host: its processes and its files are gone`);
+    if (!opts) throw new BackendError(409, `sandbox ${id} must be started again from its files, which needs its template`);
+    if (!sameMachine(s.host)) throw new BackendError(409, `sandbox ${id} was paused on another host (${s.host.split("/")[0]}); use the service there`);
+    // What is left of it: kept processes (a reboot was asked), or a directory from before a host reboot.
+    if (existsSync(join(this.opts.root, id))) await this.destroyDir(id, s);
+    const template = opts.template as LocalTemplate;
+    const resources = s.resources ?? this.templateResources(template);
+    this.pool.admit(id, resources.memoryMB, template.id, undefined);
+    const started = await this.start(template, id, resources).catch((e) => {
+      this.opts.hostMemory.release(id);
+      throw e;
+    });
+    await this.settle(id, started, opts.network, archive);
+    rmSync(archive, { force: true });
+    return started.state;
+  }
+
+  /**
+   * Copies a sandbox's files as a snapshot: a running one is frozen for the copy, so the
+   * snapshot is one moment of it; a paused one's files are those it was paused with.
+   */
+  async snapshot(id: string, state: BackendState, snapshotId: string): Promise<number> {
+    const dest = this.snapshotPath(snapshotId);
+    const s = state as LocalState;
+    const paused = this.pausedPath(id);
+    if (s.onDisk || (s.host !== HOST_ID && existsSync(paused))) {
+      mkdirSync(join(this.opts.root, ".snapshots"), { recursive: true, mode: 0o700 });
+      copyFileSync(paused, `${dest}.partial`);
+      renameSync(`${dest}.partial`, dest);
+      return Bun.file(dest).size;
+    }
+    const live = this.live(id, state);
+    const wasFrozen = live.cgroup && this.cgroups ? this.cgroups.frozen(live.cgroup) : procStat(live.initPid)?.state === "T";
+    if (!wasFrozen) await this.freeze(id, live);
+    try {
+      return await archiveWritable(this.tool("tar"), live.initPid, dest);
+    } finally {
+      if (!wasFrozen) this.thaw(live);
+    }
+  }
+
+  async deleteSnapshot(snapshotId: string): Promise<void> {
+    rmSync(this.snapshotPath(snapshotId), { force: true });
+  }
+
+  async sweepSnapshots(keep: Set<string>): Promise<void> {
+    const dir = join(this.opts.root, ".snapshots");
+    for (const file of existsSync(dir) ? readdirSync(dir) : []) {
+      if (file.endsWith(".tar") && keep.has(file.slice(0, -4))) continue;
+      this.opts.log.warn("removing leftover snapshot file", { file });
+      rmSync(join(dir, file), { force: true });
+    }
+  }
+
+  private running(s: LocalState): boolean {
+    const st = procStat(s.initPid);
+    return !!st && st.startTime === s.initStart && st.state !== "Z" && st.state !== "X";
+  }
+
   async destroy(id: string, state: BackendState): Promise<void> {
     const s = state as LocalState;
+    rmSync(this.pausedPath(id), { force: true });
+    // Paused to disk, or paused before a reboot of this host: its files were all there was.
+    if (s.onDisk || (s.host && s.host !== HOST_ID && sameMachine(s.host))) return;
     if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
     // Killing a pid namespace's init kills every process in the namespace; the cgroup's
     // kill covers the rest.
     await this.destroyDir(id, s);
   }
 
-  async liveness(_id: string, state: BackendState): Promise<Liveness> {
+  async liveness(id: string, state: BackendState): Promise<Liveness> {
     const s = state as LocalState;
-    if (s.host !== HOST_ID) return "foreign";
+    // Paused with its files on this host's disk: it resumes from them, whatever became of its processes.
+    const onDisk = existsSync(this.pausedPath(id)) && sameMachine(s.host);
+    if (s.onDisk) return onDisk ? "paused" : "gone";
+    if (s.host !== HOST_ID) return onDisk ? "paused" : "foreign";
+    if (!this.running(s) && onDisk) return "paused";
     const st = procStat(s.initPid);
     if (!st || st.startTime !== s.initStart || st.state === "Z") return "gone";
     if (s.cgroup && this.cgroups) return this.cgroups.frozen(s.cgroup) ? "paused" : "running";
@@ -390,6 +517,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (!(name.startsWith("sbx_") || name.startsWith("pool_"))) continue;
       const state = readState(join(this.opts.root, name));
       if (liveIds.has(name)) {
+        // Paused, its processes gone (a host reboot), its files on disk: what is left of it goes; a resume starts it again.
+        if (state && !this.running(state) && existsSync(this.pausedPath(name))) {
+          await this.destroyDir(name, state);
+          continue;
+        }
         if (state?.cgroup) keepGroups.add(state.cgroup);
         // The host ledger is per process: rebuilt from what still runs here.
         if (state?.host === HOST_ID) this.opts.hostMemory.force(name, state.resources?.memoryMB ?? this.opts.defaultResources.memoryMB);
@@ -399,6 +531,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
       if (!state) killUnfinished(join(this.opts.root, name));
       await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
+    }
+    // Files of paused sandboxes that are no longer live (a crash between a kill's commit and its destroy).
+    const pausedDir = join(this.opts.root, ".paused");
+    for (const file of existsSync(pausedDir) ? readdirSync(pausedDir) : []) {
+      if (liveIds.has(file.replace(/\.tar(\.partial)?$/, "")) && !file.endsWith(".partial")) continue;
+      rmSync(join(pausedDir, file), { force: true });
     }
     // Groups whose directory is gone (a crash between the two removals).
     const cg = this.cgroups;

@@ -38,7 +38,7 @@ export interface Started {
 }
 
 /** bwrap's arguments; passed through a file descriptor so that nothing inside shows them. */
-function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number; resolv: number }, network: boolean): string[] {
+function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passwd: number; group: number; hosts: number; resolv: number; bootId: number }, network: boolean): string[] {
   const disk = String(r.diskSizeMB * MIB);
   return [
     // Threats: host processes, host network (the service and its database listen on
@@ -64,6 +64,10 @@ function bwrapArgs(template: LocalTemplate, r: SandboxResources, etcFds: { passw
     "--ro-bind-data", String(etcFds.hosts), "/etc/hosts",
     "--ro-bind-data", String(etcFds.resolv), "/etc/resolv.conf",
     "--proc", "/proc",
+    // Its own boot id, new at each start as a VM's is at each boot (a resume from disk is a
+    // new start, a memory-kept resume is not: E2B's tests tell the two apart by it). Threat:
+    // the host's boot id identifies the host across sandboxes.
+    "--ro-bind-data", String(etcFds.bootId), "/proc/sys/kernel/random/boot_id",
     "--dev", "/dev",
     // Threat: filling the host's memory or disk through files. Every writable place is
     // a tmpfs of its own size; its pages are charged to the sandbox's memory cgroup, so
@@ -104,9 +108,9 @@ export async function startSandbox(o: StartOptions): Promise<Started> {
   let proc: ReturnType<typeof Bun.spawn> | undefined;
   try {
     const enterNetwork = o.network ? await o.network.prepare(paths.dir) : [];
-    const etc = { passwd: 4, group: 5, hosts: 6, resolv: 7 };
+    const etc = { passwd: 4, group: 5, hosts: 6, resolv: 7, bootId: 8 };
     writeFileSync(join(paths.dir, "bwrap.args"), `${bwrapArgs(o.template, o.resources, etc, !!o.network).join("\0")}\0`, { mode: 0o600 });
-    const stdio = [open(join(paths.dir, "bwrap.args")), ...["passwd", "group", "hosts", "resolv.conf"].map((f) => open(join(paths.etc, f)))];
+    const stdio = [open(join(paths.dir, "bwrap.args")), ...["passwd", "group", "hosts", "resolv.conf", "boot_id"].map((f) => open(join(paths.etc, f)))];
     const argv = [
       // Into the sandbox's cgroup first, as root; everything below inherits it, and
       // bwrap's cgroup namespace is rooted there.

@@ -16,6 +16,8 @@ export interface LocalState extends BackendState {
   cgroup?: string;
   /** The limits it runs with. */
   resources?: SandboxResources;
+  /** Paused to disk: no processes, only its files (DATA_DIR/sandboxes/.paused/<id>.tar). */
+  onDisk?: boolean;
 }
 
 export function safeRead(path: string): string {
@@ -28,6 +30,11 @@ export function safeRead(path: string): string {
 
 /** This host and boot; a sandbox state from another one is not ours. */
 export const HOST_ID = `${hostname()}/${safeRead("/proc/sys/kernel/random/boot_id").trim()}`;
+
+/** This host, in this boot or an earlier one (its files on disk are ours; its pids mean nothing). */
+export function sameMachine(host: string | undefined): boolean {
+  return !!host && host.split("/")[0] === HOST_ID.split("/")[0];
+}
 
 /**
  * argv prefix that moves itself into the given cgroup files, then execs the rest. Threat:

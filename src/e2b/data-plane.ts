@@ -149,13 +149,15 @@ export class DataPlane {
 
   /** A server inside the sandbox: public traffic, or the traffic token; then the relay to its port. */
   private async port(request: Request, path: string, sandboxId: string, port: number, server: Server<unknown> | null): Promise<Response> {
-    const row = await this.d.networks.running(sandboxId);
+    let row = await this.d.networks.running(sandboxId);
     // E2B's proxy answers a sandbox it cannot find with 502 and this body.
     if (!row) return Response.json({ sandboxId, message: "The sandbox was not found", code: 502 }, { status: 502 });
     if (row.network?.allowPublicTraffic === false) {
       const token = request.headers.get("e2b-traffic-access-token") ?? request.headers.get("x-access-token");
       if (!(await this.d.tokens.check(sandboxId, token))) return Response.json({ sandboxId, message: "this sandbox's ports need its traffic access token (E2b-Traffic-Access-Token)", code: 403 }, { status: 403 });
     }
+    // Paused with autoResume: this request, allowed in, wakes it.
+    if (row.status === "paused") row = await this.d.sandboxes.connect(row.organizationId, row.id);
     const socket = await this.d.networks.portSocket(row, port);
     const target = { socket, path: path + new URL(request.url).search, host: row.network?.maskRequestHost?.replaceAll("${PORT}", String(port)) ?? request.headers.get("host") ?? "localhost" };
     if (request.headers.get("upgrade")?.toLowerCase() === "websocket" && server) {

@@ -47,7 +47,8 @@ export class Interpreter {
   ) {}
 
   async handle(request: Request, path: string, ref: SandboxRef): Promise<Response> {
-    const row = await this.sandboxes.get(ref.organizationId, ref.sandboxId);
+    // A paused sandbox with autoResume wakes for its interpreter too.
+    const row = await this.sandboxes.inUse(ref.organizationId, ref.sandboxId);
     if (!INTERPRETER_TEMPLATES.has(row.templateId)) throw new ApiError(502, `the code interpreter runs in sandboxes of template code_interpreter; this one is ${row.templateId}`);
     // A paused sandbox's kernels are frozen: answer now rather than hang (E2B answers 502 too).
     if (row.status !== "running") throw new ApiError(502, `sandbox ${ref.sandboxId} is ${row.status}; connect to resume it`);

@@ -8,6 +8,8 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "sandbox.lifecycle.paused",
     "sandbox.lifecycle.resumed",
     "sandbox.lifecycle.killed",
+    // Beyond the spec's table: a snapshot of the sandbox's files was taken (E2B's snapshots).
+    "sandbox.lifecycle.snapshotted",
     "router.process.completed",
     "router.skill.completed",
   ],

@@ -3,7 +3,7 @@ import { ApiError } from "../http/errors";
 import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
 import { SSE_HEADERS } from "../http/sse";
 import type { BudgetHold } from "../budgets/hold";
-import type { UsageMeter } from "../metering";
+import type { UsageMeter, UsageRecord } from "../metering";
 import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
@@ -45,6 +45,13 @@ export interface Call {
   onBody?(json: any, c: Candidate, res: Headers): boolean | void | Promise<boolean | void>;
   /** Sees the first bytes of a successful stream (all of it, as text, when it came complete). */
   onStreamStart?(first: Uint8Array | string, c: Candidate): void | Promise<void>;
+  /**
+   * A streamed read whose usage counts once only (a background response followed to its
+   * end): asked when the stream finished with the vendor's usage; false (another read
+   * counted it) records the read without tokens. Cut-off reads count nothing, not even an
+   * estimate: the response runs on upstream and a later read counts it.
+   */
+  claimUsage?(): Promise<boolean>;
   /** What was held for this request at admission (src/gateway/admission.ts); released with its usage record. */
   hold?: BudgetHold;
 }
@@ -106,6 +113,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   if (access) noteModelAccess(call.request, access);
   const record = (status: number, events?: number) => {
     if (call.unmetered) clearUsage(usage);
+    else if (call.claimUsage && (status !== 200 || usage.estimated || !(usage.inputTokens || usage.outputTokens))) clearUsage(usage);
     // Cut off (the client went away, the stream broke): what is known, completed by estimates.
     else if (status === 499 || (call.stream && status === 502 && events !== undefined)) estimateCut(usage, sent, events ?? 0);
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
@@ -117,7 +125,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       access.costUsd = d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage);
       endModelAccess(call.request, status);
     }
-    d.meter.record({
+    const rec: UsageRecord = {
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
       requestId: call.requestId,
@@ -141,7 +149,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       latencyMs: performance.now() - call.startedAt,
       status,
       streamed: call.stream,
-    });
+    };
+    if (!call.claimUsage || !(rec.inputTokens || rec.outputTokens)) return d.meter.record(rec);
+    const withoutTokens = () => d.meter.record({ ...rec, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, inputAudioTokens: 0, outputAudioTokens: 0 });
+    call.claimUsage().then((won) => (won ? d.meter.record(rec) : withoutTokens()), withoutTokens);
   };
 
   const org = call.auth.organizationId;

@@ -9,7 +9,7 @@ import { builtinPlugins } from "../../providers";
 /** The variable that enables each built-in vendor provider with no other configuration (their plugins' `enabledBy`). */
 const VENDOR_KEY_VARIABLE: Record<string, string> = Object.fromEntries(builtinPlugins.flatMap((p) => (p.kind === "model" && p.enabledBy ? [[p.name, p.enabledBy]] : [])));
 
-/** The three the hint for an empty gateway names; the README lists every variable. */
+/** The three the hint for an empty gateway names; docs/configuration.md lists every variable. */
 const FIRST_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"];
 
 /** For a catalog vendor that no configured provider serves. */
@@ -21,4 +21,4 @@ export function vendorProviderHint(vendor: string): string {
 }
 
 /** For a gateway with no model provider at all. */
-export const NO_PROVIDER_HINT = `no model provider is configured: set ${FIRST_VARIABLES.join(", ")} or another vendor's key (README: Providers), or add providers in CONFIG_FILE, and restart`;
+export const NO_PROVIDER_HINT = `no model provider is configured: set ${FIRST_VARIABLES.join(", ")} or another vendor's key (docs/providers.md), or add providers in CONFIG_FILE, and restart`;

@@ -1,7 +1,7 @@
 import type { Settings } from "../settings";
 
 /**
- * Settings of asynchronous generation (README: Asynchronous generation): the GENERATION_*
+ * Settings of asynchronous generation (docs/generation.md): the GENERATION_*
  * variables, read by src/settings, and PUBLIC_URL, the origin for polling and output URLs
  * (default the request's own origin).
  */

@@ -15,13 +15,13 @@ export { ADD_TOKENS_LUA, CHECK_TOKENS_LUA, RESERVE_TOKENS_LUA, RedisTokenLimiter
 
 // The spec's messages, word for word. 429 bodies are flat on every surface, with no
 // Retry-After or X-RateLimit-* headers (spec: Errors, Limits); the token cap, which the
-// spec does not have, adds Retry-After (README: Tokens per minute).
+// spec does not have, adds Retry-After (docs/gateway.md: Tokens per minute).
 export const RATE_LIMIT_MESSAGES = {
   key: "API key rate limit exceeded",
   global: "global rate limit exceeded",
 } as const;
 
-/** A key's tokens-per-minute cap reached: also flat, with `retry-after` (see README, Rate limits). */
+/** A key's tokens-per-minute cap reached: also flat, with `retry-after` (see docs/gateway.md, Rate limits). */
 export const TOKEN_LIMIT_MESSAGE = "API key token rate limit exceeded";
 
 export const tokensRefused = (seconds: number) =>

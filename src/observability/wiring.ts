@@ -11,7 +11,7 @@ import { Tracing } from "./tracing";
 export { Observability } from "./observability";
 export type { ModelCallObservation, UpstreamAttempt } from "./model-call";
 
-/** How /metrics is exposed (README: Metrics). */
+/** How /metrics is exposed (docs/operations.md: Metrics). */
 export interface MetricsSettings {
   /** Bearer token required to scrape, wherever /metrics is served. */
   token?: string;

@@ -18,21 +18,34 @@ const INFO = {
   license: { name: "Apache-2.0", identifier: "Apache-2.0" },
 };
 
-const TAGS: Record<string, string> = {
-  admin: "Organizations and API keys (ADMIN_TOKEN)",
-  agents: "Managed agents and their versions",
-  "asynchronous generation": "Image, audio and video models as predictions; task costs",
-  deployments: "Agent runs on a schedule or on demand",
-  endpoints: "An agent and environment behind one run call",
-  environments: "Sandbox configurations for agent sessions",
-  events: "Sandbox lifecycle events and webhooks",
-  "model gateway": "Chat completions, messages, responses, embeddings, token counts, generateContent, embedContent, Interactions and model lists",
-  operations: "Service index and health checks",
-  sandboxes: "E2B-style sandboxes: lifecycle, processes and files",
-  sessions: "Agent sessions and their events",
-  skills: "Skill bundles for agents",
-  usage: "Usage and the request log of the key's organization",
-};
+/**
+ * The tags in the order a reader meets the products: the model gateway first (what most
+ * callers come for), then sandboxes, agents, and the service's own endpoints, admin last.
+ * The renderer lists tags in the document's order and opens on the first.
+ */
+const TAGS: [name: string, description: string][] = [
+  ["model gateway", "Chat completions, messages, responses, embeddings, token counts, generateContent, embedContent, Interactions and model lists"],
+  ["asynchronous generation", "Image, audio and video models as predictions; task costs"],
+  ["usage", "Usage and the request log of the key's organization"],
+  ["sandboxes", "E2B-style sandboxes: lifecycle, processes and files"],
+  ["events", "Sandbox lifecycle events and webhooks"],
+  ["agents", "Managed agents and their versions"],
+  ["environments", "Sandbox configurations for agent sessions"],
+  ["sessions", "Agent sessions and their events"],
+  ["skills", "Skill bundles for agents"],
+  ["endpoints", "An agent and environment behind one run call"],
+  ["deployments", "Agent runs on a schedule or on demand"],
+  ["operations", "Service index and health checks"],
+  ["admin", "Organizations and API keys (ADMIN_TOKEN)"],
+];
+const TAG_ORDER = new Map(TAGS.map(([name], i) => [name, i]));
+const TAG_DESCRIPTIONS = new Map(TAGS);
+
+/** Known tags in product order; a tag not listed yet goes after them, before admin, alphabetically. */
+function byProduct(a: string, b: string): number {
+  const rank = (t: string) => TAG_ORDER.get(t) ?? TAG_ORDER.get("admin")! - 0.5;
+  return rank(a) - rank(b) || a.localeCompare(b);
+}
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];
 
@@ -82,7 +95,7 @@ export function buildOpenApiDocument({ app, surfaces, paths: rewrites = {} }: Do
   return {
     openapi: "3.1.0",
     info: INFO,
-    tags: [...tags].sort().map((name) => (TAGS[name] ? { name, description: TAGS[name] } : { name })),
+    tags: [...tags].sort(byProduct).map((name) => (TAG_DESCRIPTIONS.has(name) ? { name, description: TAG_DESCRIPTIONS.get(name) } : { name })),
     paths,
     components: {
       securitySchemes: SECURITY_SCHEMES,

@@ -1,58 +1,127 @@
 // The renderer of /docs, embedded in the binary (a `type: "file"` import, like PGlite's
 // assets): the page works with no network at all, e.g. on an air-gapped host.
 import scalarBundlePath from "@scalar/api-reference/browser/standalone.js" with { type: "file" };
+import { readFileSync } from "node:fs";
 import { Elysia } from "elysia";
+import { CompressedBody } from "./compressed";
 import { buildOpenApiDocument, type DocumentSources, TITLE } from "./document";
 
 /**
  * GET /openapi.json (OpenAPI 3.1, built by ./document.ts from the route schemas) and
  * GET /docs (a Scalar reference page rendering it).
+ *
+ * Load time: the renderer is 3.5 MB of script. It is served under a path named by its
+ * content hash, so a browser keeps it for good (`immutable`: no revalidation) and a new
+ * renderer is a new path; compressed (brotli or gzip) for clients across a network. The page
+ * asks for /openapi.json at once (a preload) instead of after the script has run, and the
+ * document is fetched rather than inlined: the page stays small and the two downloads overlap.
  */
 export function openapiRoutes(sources: () => DocumentSources, publicUrl?: string) {
   let cached: { routes: number; doc: Record<string, any> } | undefined;
   const doc = () => {
     const s = sources();
-    if (!cached || cached.routes !== s.app.routes.length) cached = { routes: s.app.routes.length, doc: buildOpenApiDocument(s) };
+    if (!cached || cached.routes !== s.app.routes.length) {
+      cached = { routes: s.app.routes.length, doc: buildOpenApiDocument(s) };
+      served.clear();
+    }
     return cached.doc;
   };
-  return new Elysia()
-    // The server is PUBLIC_URL, else the origin the document was fetched from, so a client
-    // generated from it calls the service it came from. Threat: a forged Host header names
-    // another server; it reaches only the client that sent it (the answer is built per
-    // request and never cached here), and PUBLIC_URL pins it behind proxies.
-    .get("/openapi.json", ({ request }) => ({ ...doc(), servers: [{ url: publicUrl ?? new URL(request.url).origin, description: "This service" }] }), { detail: { hide: true } })
-    .get("/docs", () => new Response(DOCS_PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), { detail: { hide: true } })
-    .get(
-      DOCS_SCRIPT,
-      () =>
-        new Response(Bun.file(scalarBundlePath), {
-          // Revalidated on every load: an upgraded renderer is picked up at once.
-          headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache" },
-        }),
-      { detail: { hide: true } },
-    );
+  // The serialized document per server origin, with its compressed forms. Threat: a forged
+  // Host header per request would grow this without end; it holds a few origins, the oldest
+  // leaving first, and an evicted origin is only serialized again.
+  const served = new Map<string, CompressedBody>();
+  const documentFor = (server: string) => {
+    const document = doc();
+    let body = served.get(server);
+    if (!body) {
+      body = new CompressedBody(new TextEncoder().encode(JSON.stringify({ ...document, servers: [{ url: server, description: "This service" }] })));
+      if (served.size >= MAX_SERVED_ORIGINS) served.delete(served.keys().next().value!);
+      served.set(server, body);
+    }
+    return body;
+  };
+  return (
+    new Elysia()
+      // The server is PUBLIC_URL, else the origin the document was fetched from, so a client
+      // generated from it calls the service it came from. Threat: a forged Host header names
+      // another server; it reaches only the client that sent it (the answer is built per
+      // origin and marked private, so no shared cache keeps it for others), and PUBLIC_URL pins it behind proxies.
+      .get(
+        "/openapi.json",
+        ({ request }) => {
+          const { body, headers } = documentFor(publicUrl ?? new URL(request.url).origin).for(request);
+          return new Response(body, { headers: { ...headers, "content-type": "application/json", "cache-control": "private, no-cache" } });
+        },
+        { detail: { hide: true } },
+      )
+      .get(
+        "/docs",
+        () => {
+          // The renderer's compressed forms are made while the browser parses the page.
+          renderer().body.prepare();
+          return new Response(docsPage(renderer().path), { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } });
+        },
+        { detail: { hide: true } },
+      )
+      .get(
+        `${ASSETS}/:file`,
+        ({ params, request }) => {
+          const asset = renderer();
+          // Only the current renderer is served: an old hash is gone (a page from before an upgrade reloads).
+          if (`${ASSETS}/${params.file}` !== asset.path) return new Response("not found", { status: 404, headers: { "content-type": "text/plain" } });
+          if (request.headers.get("if-none-match") === asset.etag) return new Response(null, { status: 304, headers: { etag: asset.etag } });
+          const { body, headers } = asset.body.for(request);
+          return new Response(body, {
+            headers: { ...headers, "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable", etag: asset.etag },
+          });
+        },
+        { detail: { hide: true } },
+      )
+  );
 }
 
-const DOCS_SCRIPT = "/docs/assets/scalar.js";
+const ASSETS = "/docs/assets";
+const MAX_SERVED_ORIGINS = 8;
+
+let rendererAsset: { path: string; etag: string; body: CompressedBody } | undefined;
+
+/** The embedded renderer, read once per process when /docs is first asked for (not at start-up: most processes never serve it). */
+function renderer() {
+  if (!rendererAsset) {
+    const bytes = new Uint8Array(readFileSync(scalarBundlePath));
+    const hash = Bun.hash(bytes).toString(36);
+    rendererAsset = { path: `${ASSETS}/scalar-${hash}.js`, etag: `"${hash}"`, body: new CompressedBody(bytes) };
+  }
+  return rendererAsset;
+}
 
 /**
  * The page: the embedded renderer pointed at /openapi.json, with everything that would
  * reach out to the internet turned off (web fonts from the vendor's CDN, telemetry, the
  * "open in client" button to the vendor's site, the assistant features).
  */
-const DOCS_PAGE =
+const docsPage = (script: string) =>
   `<!doctype html><html><head><title>${TITLE}</title><meta charset="utf-8"/>` +
-  `<meta name="viewport" content="width=device-width, initial-scale=1"/></head><body>` +
+  `<meta name="viewport" content="width=device-width, initial-scale=1"/>` +
+  // The document downloads while the renderer's script does; the renderer's fetch then finds it.
+  `<link rel="preload" href="/openapi.json" as="fetch" type="application/json" crossorigin="anonymous"/>` +
+  `</head><body>` +
   `<div id="app"></div>` +
-  `<script src="${DOCS_SCRIPT}"></script>` +
-  `<script>Scalar.createApiReference("#app", ${JSON.stringify({
-    url: "/openapi.json",
-    withDefaultFonts: false,
-    telemetry: false,
-    hideClientButton: true,
-    showDeveloperTools: "never",
-    agent: { disabled: true },
-    mcp: { disabled: true },
-  })})</script>` +
+  `<script src="${script}"></script>` +
+  `<script>Scalar.createApiReference("#app", ${JSON.stringify(SCALAR_CONFIG)})</script>` +
   `</body></html>`;
 
+const SCALAR_CONFIG = {
+  url: "/openapi.json",
+  // Every tag starts closed, showing its list of operations; an operation renders when it is
+  // opened (from the sidebar, a link or the search). Opened, the first tag (the model gateway's
+  // dozens of large schemas) was rendered whole right after the first paint: about 3 s more of
+  // the page's main thread before it answered a click, against 0.1 s closed (docs-browser.test.ts prints the figures).
+  defaultOpenFirstTag: false,
+  withDefaultFonts: false,
+  telemetry: false,
+  hideClientButton: true,
+  showDeveloperTools: "never",
+  agent: { disabled: true },
+  mcp: { disabled: true },
+};

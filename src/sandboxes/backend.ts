@@ -56,6 +56,8 @@ export interface CreateSpec<F = unknown> {
   resources: SandboxResources;
   /** Its egress rules, when its backend serves `network` (applied before the sandbox is handed out). */
   network?: EgressRules;
+  /** A snapshot (SandboxPause.snapshot) whose files the new sandbox starts with. */
+  fromSnapshot?: string;
 }
 
 export interface ExecSpec {
@@ -178,11 +180,37 @@ export interface SandboxFilesystem {
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]>;
 }
 
-/** `serves: ["pause"]`: freezes and thaws sandboxes. */
+export interface PauseOptions {
+  /**
+   * true (E2B's default): processes stay in memory, stopped, while the host is up; false:
+   * only the files are kept and the processes end (a resume starts the sandbox again).
+   * Either way the files are on disk, so a paused sandbox outlives a host reboot.
+   */
+  keepMemory: boolean;
+}
+
+export interface ResumeOptions<F = unknown> {
+  /** Its template and egress rules: what a sandbox started again from its files needs. */
+  template: SandboxTemplate<F>;
+  network?: EgressRules;
+  /** Start again from the files even when the processes are still kept (E2B's onResume: "reboot"). */
+  reboot?: boolean;
+}
+
+/**
+ * `serves: ["pause"]`: freezes and thaws sandboxes, and keeps their files on disk while
+ * paused; snapshots copy those files for new sandboxes (CreateSpec.fromSnapshot).
+ */
 export interface SandboxPause {
-  /** Freezes every process, keeping memory and files; may return an updated state. */
-  pause(id: string, state: BackendState): Promise<BackendState | void>;
-  resume(id: string, state: BackendState, timeoutSec: number): Promise<BackendState | void>;
+  /** Stops every process and writes the sandbox's files to disk; may return an updated state. */
+  pause(id: string, state: BackendState, opts?: PauseOptions): Promise<BackendState | void>;
+  resume(id: string, state: BackendState, timeoutSec: number, opts?: ResumeOptions): Promise<BackendState | void>;
+  /** Copies a running or paused sandbox's files as snapshot `snapshotId`; returns its size in bytes. */
+  snapshot?(id: string, state: BackendState, snapshotId: string): Promise<number>;
+  /** Removes a snapshot's files; succeeds when they are already gone. */
+  deleteSnapshot?(snapshotId: string): Promise<void>;
+  /** Start-up reconciliation: removes snapshot files the database does not list (a crash between the two). */
+  sweepSnapshots?(keep: Set<string>): Promise<void>;
 }
 
 /**
@@ -235,6 +263,8 @@ export function networkingOf(backend: SandboxBackend, serves: readonly SandboxCa
 }
 
 export function pauseOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxPause | undefined {
-  const { pause, resume } = backend;
-  return serves.includes("pause") && pause && resume ? { pause: pause.bind(backend), resume: resume.bind(backend) } : undefined;
+  const { pause, resume, snapshot, deleteSnapshot, sweepSnapshots } = backend;
+  return serves.includes("pause") && pause && resume
+    ? { pause: pause.bind(backend), resume: resume.bind(backend), snapshot: snapshot?.bind(backend), deleteSnapshot: deleteSnapshot?.bind(backend), sweepSnapshots: sweepSnapshots?.bind(backend) }
+    : undefined;
 }

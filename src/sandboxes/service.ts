@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lte, or, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
@@ -8,7 +8,7 @@ import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
 import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
-import { type SandboxRow, sandboxes } from "./schema";
+import { type SandboxLifecycleOptions, type SandboxRow, sandboxes, sandboxSnapshots, type SnapshotRow } from "./schema";
 import type { SandboxQuotas } from "./quota";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
@@ -23,12 +23,22 @@ export interface CreateInput {
   resources?: ResourceOverrides;
   /** Network options (network.ts); without them the template's or the operator's default. */
   network?: NetworkRequest;
+  /** What happens at its timeout; without it, it is killed. */
+  lifecycle?: SandboxLifecycleOptions;
+}
+
+/** A new sandbox's template, and the snapshot whose files it starts with (when `templateID` names one). */
+interface Origin {
+  template: SandboxTemplate;
+  snapshot?: SnapshotRow;
 }
 
 export const DEFAULT_TIMEOUT_SEC = 300;
 export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
+/** Snapshots an organization may keep (each is a copy of a sandbox's files on the host's disk). */
+export const MAX_SNAPSHOTS_PER_ORGANIZATION = 100;
 const EVENT_BATCH_MS = 250;
 
 /**
@@ -97,6 +107,111 @@ export class SandboxService {
     return this.capability(row, "pause sandboxes", pauseOf);
   }
 
+  private pauseOfBackend(name: string): SandboxPause | undefined {
+    const inst = this.sandboxInstance(name);
+    return pauseOf(inst.instance, inst.plugin.definition.serves);
+  }
+
+  /** A snapshot of the organization by id, or by the name it was given (the newest of that name). */
+  async findSnapshot(organizationId: string, idOrName: string): Promise<SnapshotRow | undefined> {
+    if (isWellFormedId(idOrName, "snap_")) {
+      const [row] = await this.db.select().from(sandboxSnapshots).where(and(eq(sandboxSnapshots.id, idOrName), eq(sandboxSnapshots.organizationId, organizationId)));
+      return row;
+    }
+    if (idOrName.length > 256) return undefined;
+    const [row] = await this.db
+      .select()
+      .from(sandboxSnapshots)
+      .where(and(eq(sandboxSnapshots.organizationId, organizationId), eq(sandboxSnapshots.name, idOrName)))
+      .orderBy(desc(sandboxSnapshots.id))
+      .limit(1);
+    return row;
+  }
+
+  /**
+   * Copies a running or paused sandbox's files as a snapshot (event `snapshotted`).
+   * Serialised with the sandbox's lifecycle, so it cannot race a pause or a kill.
+   */
+  async createSnapshot(organizationId: string, id: string, name?: string): Promise<SnapshotRow> {
+    return this.serial(id, async () => {
+      const row = await this.get(organizationId, id);
+      this.notLive(row);
+      return this.snapshotRow(row, name);
+    });
+  }
+
+  private async snapshotRow(row: SandboxRow, name: string | undefined): Promise<SnapshotRow> {
+    const pausing = this.pausing(row);
+    if (!pausing.snapshot) throw new ApiError(501, `sandbox backend '${row.backend}' does not take snapshots`);
+    // Threat: snapshots are files on the host's disk that outlive their sandbox; without a
+    // bound one organization could fill the disk with them.
+    const [{ n }] = await this.db.select({ n: sql<number>`count(*)::int` }).from(sandboxSnapshots).where(eq(sandboxSnapshots.organizationId, row.organizationId));
+    if (n >= MAX_SNAPSHOTS_PER_ORGANIZATION) throw new ApiError(409, `the organization has ${n} snapshots, the most it may keep; delete some first`);
+    const snapshotId = newId("snap_");
+    const sizeBytes = await this.call(() => pausing.snapshot!(row.id, row.backendState, snapshotId), "failed to snapshot sandbox in provider");
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [snap] = await tx.insert(sandboxSnapshots).values({ id: snapshotId, organizationId: row.organizationId, sandboxId: row.id, templateId: row.templateId, backend: row.backend, name: name ?? null, sizeBytes }).returning();
+        await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.snapshotted", data: { snapshotID: snapshotId, sizeBytes, ...(name ? { name } : {}) } });
+        return snap;
+      });
+    } catch (e) {
+      await pausing.deleteSnapshot?.(snapshotId).catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The organization's snapshots, newest first; of one sandbox, or of one name (or id), when asked. */
+  async listSnapshots(organizationId: string, filter: { sandboxId?: string; name?: string } = {}): Promise<SnapshotRow[]> {
+    const where = [eq(sandboxSnapshots.organizationId, organizationId)];
+    if (filter.sandboxId) where.push(eq(sandboxSnapshots.sandboxId, filter.sandboxId));
+    // E2B's name filter matches a snapshot's name or its id.
+    if (filter.name) where.push(or(eq(sandboxSnapshots.name, filter.name), eq(sandboxSnapshots.id, filter.name))!);
+    return this.db.select().from(sandboxSnapshots).where(and(...where)).orderBy(desc(sandboxSnapshots.id));
+  }
+
+  /** Deletes a snapshot and its files; false when the organization has no such snapshot. Sandboxes made from it keep their own copies. */
+  async deleteSnapshot(organizationId: string, idOrName: string): Promise<boolean> {
+    const snap = await this.findSnapshot(organizationId, idOrName);
+    if (!snap) return false;
+    const deleted = await this.db.delete(sandboxSnapshots).where(eq(sandboxSnapshots.id, snap.id)).returning({ id: sandboxSnapshots.id });
+    if (!deleted.length) return false;
+    const pausing = this.pauseOfBackend(snap.backend);
+    await pausing?.deleteSnapshot?.(snap.id).catch((e) => this.log.warn("snapshot files not removed", { snapshotId: snap.id, err: e }));
+    return true;
+  }
+
+  /**
+   * Forks a running sandbox: one copy of its files (it is frozen for the moment of the
+   * copy, its id and lifetime untouched), then `count` new sandboxes of its template,
+   * envVars, metadata, network and lifecycle start with them. Processes are not copied.
+   * Each fork succeeds or fails on its own; the copy is removed once they have started.
+   */
+  async fork(organizationId: string, id: string, count: number, timeout?: number): Promise<({ row: SandboxRow } | { error: ApiError })[]> {
+    const source = await this.get(organizationId, id);
+    if (source.status !== "running") throw new ApiError(409, source.status === "paused" ? "sandbox is paused; connect to resume it before forking" : `sandbox is ${source.status}`);
+    const template = this.templates.get(source.templateId);
+    if (!template) throw new ApiError(409, `sandbox ${id}'s template ${source.templateId} is no longer configured`);
+    const snap = await this.serial(id, async () => this.snapshotRow(await this.get(organizationId, id), undefined));
+    try {
+      const out: ({ row: SandboxRow } | { error: ApiError })[] = [];
+      for (let i = 0; i < count; i++) {
+        const input: CreateInput = { templateID: source.templateId, timeout, metadata: source.metadata, envVars: source.envVars, lifecycle: source.lifecycle ?? undefined };
+        const network = source.network ?? undefined;
+        out.push(
+          await this.create(organizationId, { ...input, ...(network ? { network } : {}) }, { template, snapshot: snap }).then(
+            (row) => ({ row }),
+            (e) => ({ error: e instanceof ApiError ? e : new ApiError(502, "failed to create sandbox in provider") }),
+          ),
+        );
+      }
+      return out;
+    } finally {
+      await this.db.delete(sandboxSnapshots).where(eq(sandboxSnapshots.id, snap.id));
+      await this.pausing(source).deleteSnapshot?.(snap.id).catch(() => {});
+    }
+  }
+
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
     const inst = this.registry.instance(template.backend, "sandbox");
@@ -119,9 +234,19 @@ export class SandboxService {
     }
   }
 
-  async create(organizationId: string, input: CreateInput): Promise<SandboxRow> {
-    const template = this.templates.get(input.templateID);
-    if (!template) throw new ApiError(400, `unknown template: ${input.templateID}`);
+  /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
+  async origin(organizationId: string, templateID: string): Promise<Origin> {
+    const template = this.templates.get(templateID);
+    if (template) return { template };
+    const snapshot = await this.findSnapshot(organizationId, templateID);
+    const base = snapshot && this.templates.get(snapshot.templateId);
+    if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
+    if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
+    return { template: base, snapshot };
+  }
+
+  async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
+    const { template, snapshot } = known ?? (await this.origin(organizationId, input.templateID));
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
     const resources = resolveResources(template, input.resources ?? {});
@@ -137,7 +262,8 @@ export class SandboxService {
     const envVars = input.envVars ?? {};
     await this.quotas?.admit(organizationId, id, resources);
     const started = performance.now();
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
+    if (snapshot && !this.pauseOfBackend(template.backend)?.snapshot) throw new ApiError(501, `sandbox backend '${template.backend}' does not start sandboxes from snapshots`);
+    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}), ...(snapshot ? { fromSnapshot: snapshot.id } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
       this.observe?.sandboxCreated(template.id, false, started);
       await this.quotas?.release(id).catch(() => {});
       throw e;
@@ -149,9 +275,9 @@ export class SandboxService {
       const created = await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(sandboxes)
-          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt })
+          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt, lifecycle: input.lifecycle ?? null })
           .returning();
-        await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata } });
+        await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata, ...(snapshot ? { snapshotID: snapshot.id } : {}) } });
         return row;
       });
       // A new sandbox's first command usually follows at once: it needs no read.
@@ -186,11 +312,19 @@ export class SandboxService {
   private async running(organizationId: string, id: string): Promise<SandboxRow> {
     const cached = this.rowCache.get(id);
     if (cached && cached.row.organizationId === organizationId && performance.now() - cached.at < ROW_CACHE_MS && !this.locks.has(id)) return cached.row;
-    const row = await this.get(organizationId, id);
+    let row = await this.get(organizationId, id);
+    // autoResume (E2B's lifecycle): using a paused sandbox resumes it.
+    if (row.status === "paused" && row.lifecycle?.autoResume) row = await this.connect(organizationId, id);
     if (row.status === "paused") throw new ApiError(409, "sandbox is paused; connect to resume it");
     if (row.status !== "running") throw new ApiError(409, `sandbox is ${row.status}`);
     this.rowCache.set(id, { row, at: performance.now() });
     return row;
+  }
+
+  /** The sandbox for a use that resumes it when its lifecycle says so (autoResume); others see it as it is. */
+  async inUse(organizationId: string, id: string): Promise<SandboxRow> {
+    const row = await this.get(organizationId, id);
+    return row.status === "paused" && row.lifecycle?.autoResume ? this.connect(organizationId, id) : row;
   }
 
   /** Waits until every queued event is written (shutdown, tests). */
@@ -266,38 +400,52 @@ export class SandboxService {
     return this.backend(row.backend);
   }
 
-  async pause(organizationId: string, id: string): Promise<SandboxRow> {
+  /**
+   * Pauses a running sandbox: its processes stop (kept in memory, or ended with
+   * keepMemory false) and its files go to disk. Its remaining lifetime is kept: a pause
+   * does not use it up (see connect).
+   */
+  async pause(organizationId: string, id: string, opts: { keepMemory?: boolean } = {}): Promise<SandboxRow> {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
-      const backend = this.pausing(row);
-      let state: BackendState | void;
-      try {
-        state = await backend.pause(row.id, row.backendState);
-      } catch (e) {
-        this.log.warn("sandbox pause failed in backend", { sandboxId: id, err: e });
-        throw new ApiError(502, "failed to pause sandbox in provider");
-      }
-      return this.transition(row, "paused", "sandbox.lifecycle.paused", {}, { backendState: state ?? row.backendState });
+      return this.pauseRow(row, opts.keepMemory ?? true, {});
     });
+  }
+
+  private async pauseRow(row: SandboxRow, keepMemory: boolean, data: Record<string, unknown>): Promise<SandboxRow> {
+    const backend = this.pausing(row);
+    let state: BackendState | void;
+    try {
+      state = await backend.pause(row.id, row.backendState, { keepMemory });
+    } catch (e) {
+      this.log.warn("sandbox pause failed in backend", { sandboxId: row.id, err: e });
+      throw new ApiError(502, "failed to pause sandbox in provider");
+    }
+    return this.transition(row, "paused", "sandbox.lifecycle.paused", { keepMemory, ...data }, { backendState: state ?? row.backendState, pausedAt: new Date() });
   }
 
   /**
    * Resumes a paused sandbox (event `resumed`); on a running one only applies `timeout`
-   * (event `updated` when endAt changes). Without `timeout`, a resumed sandbox gets the
-   * default lifetime from now and a running one keeps its endAt.
+   * (event `updated` when endAt changes). A resumed sandbox without `timeout` gets the
+   * lifetime it had left when it was paused (the default lifetime when it was paused by
+   * its timeout); a running one keeps its endAt. `reboot`: start again from the files even
+   * when the processes were kept (E2B's onResume "reboot").
    */
-  async connect(organizationId: string, id: string, timeout?: number): Promise<SandboxRow> {
+  async connect(organizationId: string, id: string, timeout?: number, opts: { reboot?: boolean } = {}): Promise<SandboxRow> {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") {
-        const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
+        const left = row.pausedAt ? Math.ceil((row.endAt.getTime() - row.pausedAt.getTime()) / 1000) : 0;
+        const timeoutSec = timeout ?? (left > 0 ? left : DEFAULT_TIMEOUT_SEC);
         const endAt = new Date(Date.now() + timeoutSec * 1000);
         const backend = this.pausing(row);
-        const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec), "failed to resume sandbox in provider");
-        return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState });
+        const template = this.templates.get(row.templateId);
+        const resumeOpts = template ? { template, network: row.network ? egressRules(row.network) : undefined, reboot: opts.reboot } : undefined;
+        const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec, resumeOpts), "failed to resume sandbox in provider");
+        return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState, pausedAt: null });
       }
       if (timeout === undefined) return row;
       return this.updateEndAt(row, timeout);
@@ -445,6 +593,17 @@ export class SandboxService {
         // Re-read: the TTL may have been extended since the scan.
         const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
         if (!fresh || fresh.status !== "running" || fresh.endAt.getTime() > Date.now()) return false;
+        if (fresh.lifecycle?.onTimeout === "pause") {
+          const paused = await this.pauseRow(fresh, fresh.lifecycle.keepMemory, { reason: "timeout" }).then(
+            () => true,
+            (e) => {
+              // A sandbox that cannot be paused is killed, as without the option: it must not run on past its time.
+              this.log.warn("sandbox auto-pause failed; killing it", { sandboxId: fresh.id, err: e });
+              return false;
+            },
+          );
+          if (paused) return true;
+        }
         return this.stop(fresh, "timeout");
       });
       if (stopped) n++;
@@ -487,10 +646,22 @@ export class SandboxService {
       // the database is what clients were told, so the backend follows it.
       const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
       if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") await pausing?.resume(row.id, row.backendState, 0).catch(() => {});
+      if (found === "paused" && row.status === "running") {
+        const template = this.templates.get(row.templateId);
+        const state = await pausing?.resume(row.id, row.backendState, 0, template ? { template, network: row.network ? egressRules(row.network) : undefined } : undefined).catch((e) => {
+          this.log.warn("sandbox paused in its backend could not be resumed at start-up", { sandboxId: row.id, err: e });
+        });
+        // Started again from its files: its new handle.
+        if (state) await this.db.update(sandboxes).set({ backendState: state }).where(and(eq(sandboxes.id, row.id), eq(sandboxes.status, "running")));
+      }
     }
     for (const inst of this.registry.instancesOf("sandbox")) {
       await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
+      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
+      if (pausing?.sweepSnapshots) {
+        const kept = await this.db.select({ id: sandboxSnapshots.id }).from(sandboxSnapshots).where(eq(sandboxSnapshots.backend, inst.name));
+        await pausing.sweepSnapshots(new Set(kept.map((r) => r.id))).catch((e) => this.log.warn("snapshot sweep failed", { backend: inst.name, err: e }));
+      }
     }
   }
 }

@@ -13,8 +13,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const DEFAULT_EVENTS_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
 
 /**
- * Every environment variable the service reads, each once, at start-up (README:
- * Configuration lists the same names). Modules get the typed values through
+ * Every environment variable the service reads, each once, at start-up (docs/configuration.md
+ * lists the same names, generated from here and ./reference.ts). Modules get the typed values through
  * `Services.config`; none reads the environment itself. A value that does not parse stops
  * start-up with the variable's name and what it accepts.
  */
@@ -61,7 +61,7 @@ export const SETTINGS = {
   metering: {
     flushMs: integer("USAGE_FLUSH_MS", 250, { min: 1 }),
   },
-  /** README: Usage API and request log. */
+  /** docs/gateway.md: Usage API and request log. */
   requestLog: {
     /** Threat: prompts and answers are the tenants' data; they are kept only when the operator opts in. */
     bodies: yesNo("REQUEST_LOG_BODIES", false),
@@ -89,11 +89,11 @@ export const SETTINGS = {
     reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 1000, { min: 10 }),
     /** A `claude` executable for the `claude` template (read where the default templates are made: sandboxes/claude-code.ts). */
     claudeCodeBin: optionalPath("CLAUDE_CODE_BIN"),
-    /** README: Sandbox networks. off: no sandbox gets a network; none or internet: the default of a new one. */
+    /** docs/sandboxes.md: Sandbox networks. off: no sandbox gets a network; none or internet: the default of a new one. */
     network: oneOf("SANDBOX_NETWORK", NETWORK_MODES, "none"),
     /** Base domain of `<port>-<sandboxID>.<domain>` host routing (wildcard DNS and a TLS proxy in front); unset: no host routing. */
     domain: hostAndPort("SANDBOX_DOMAIN"),
-    /** README: Sandbox quotas. Defaults of every organization; the admin API and CLI set an organization's own. */
+    /** docs/sandboxes.md: Sandbox quotas. Defaults of every organization; the admin API and CLI set an organization's own. */
     orgMaxSandboxes: integer("SANDBOX_ORG_MAX_SANDBOXES", 50, { min: 0 }),
     orgMaxMemoryMB: integer("SANDBOX_ORG_MAX_MEMORY_MB", 65536, { min: 0 }),
     orgMaxCpus: integer("SANDBOX_ORG_MAX_CPUS", 50, { min: 0 }),
@@ -106,7 +106,7 @@ export const SETTINGS = {
     sandboxTimeoutSec: integer("AGENT_SANDBOX_TIMEOUT_SEC", 3600, { min: 1 }),
     /** How often an idle stream follower re-reads the log anyway (the change feed wakes it at each commit; this covers a lost notice). */
     streamRecheckMs: integer("AGENT_STREAM_RECHECK_MS", 30_000, { min: 100 }),
-    /** Open session event streams per API key and per organization, in each process (README: Limits). */
+    /** Open session event streams per API key and per organization, in each process (docs/security.md: Request limits). */
     streamsPerKey: integer("SESSION_STREAMS_PER_KEY", 100, { min: 1 }),
     streamsPerOrg: integer("SESSION_STREAMS_PER_ORG", 500, { min: 1 }),
     /** Where environment packages install from (`pip=<index URL>,npm=<registry URL>,...`); never a hard-coded public host. */
@@ -147,7 +147,7 @@ export const SETTINGS = {
     /** Where generated files are stored; default DATA_DIR/media. */
     mediaDir: optionalPath("MEDIA_DIR"),
   },
-  /** README: Observability. Metrics are off unless a token or a port is set; tracing unless an OTLP endpoint is. */
+  /** docs/operations.md: Observability. Metrics are off unless a token or a port is set; tracing unless an OTLP endpoint is. */
   observability: {
     metricsToken: optionalText("METRICS_TOKEN", { secret: true }),
     metricsPort: optionalInteger("METRICS_PORT", { min: 0, max: 65535 }),
@@ -188,7 +188,12 @@ function variablesOf(tree: Tree): Variable<unknown>[] {
   return Object.values(tree).flatMap((node) => (node instanceof Variable ? [node] : variablesOf(node)));
 }
 
-/** The names of every variable the service reads (the README's Configuration table lists the same). */
+/** Every variable the service reads (docs/configuration.md's table is generated from them). */
+export function settingVariables(): Variable<unknown>[] {
+  return variablesOf(SETTINGS as Tree);
+}
+
+/** The names of every variable the service reads. */
 export function variableNames(): string[] {
-  return variablesOf(SETTINGS as Tree).map((v) => v.name);
+  return settingVariables().map((v) => v.name);
 }

@@ -66,8 +66,8 @@ export const PROVIDER_VARIABLES = {
   e2bSandboxUrl: httpUrl("E2B_SANDBOX_URL"),
   // Exact words: the local plugin compares the raw value, so "OFF" must not pass here as "off".
   sandboxLocal: oneOf("SANDBOX_LOCAL", ["on", "off", "without-cgroups"], "on"),
-  // The local plugin's sandbox resolver asks these (README: Sandbox networks); default: the host's /etc/resolv.conf.
-  // README: Sandbox quotas. The local plugin's host admission: what all its sandboxes may commit, as a multiple of MemTotal.
+  // The local plugin's sandbox resolver asks these (docs/sandboxes.md: Sandbox networks); default: the host's /etc/resolv.conf.
+  // docs/sandboxes.md: Sandbox quotas. The local plugin's host admission: what all its sandboxes may commit, as a multiple of MemTotal.
   sandboxHostMemoryShare: custom("SANDBOX_HOST_MEMORY_SHARE", "a number above 0 such as 1.5 (the sandboxes of this host may commit that many times its memory)", (text) => {
     const n = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : NaN;
     if (!(n > 0)) throw new Invalid();

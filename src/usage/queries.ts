@@ -66,7 +66,7 @@ function parseTime(v: string, name: string): Date {
 /**
  * Whether the read is confined to some series. Their ids are then found first and their
  * sums read by the primary key (series, hour): written as a plain join, the planner
- * scanned every organization's sums (README, Usage API, has the figures).
+ * scanned every organization's sums (docs/gateway.md, Usage API, has the figures).
  */
 function hasSeriesFilter(f: UsageFilter): boolean {
   return f.organizationId !== undefined || f.keyId !== undefined || f.model !== undefined || f.provider !== undefined || f.surface !== undefined;

@@ -1,6 +1,6 @@
 import type { Settings } from "../settings";
 
-/** Request-log settings (README: Usage API and request log), from the settings module. */
+/** Request-log settings (docs/gateway.md: Usage API and request log), from the settings module. */
 export interface RequestLogSettings {
   /** Characters of each request and response body kept; 0 = bodies are never stored. */
   bodyChars: number;

@@ -26,11 +26,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 test("npm run build yields one executable that starts alone, serves /healthz and prints a usable key", async () => {
   expect(readdirSync(join(root, "dist"))).toEqual(["gateway"]);
   const dataDir = join(dir, "data-first");
-  // A provider plugin from PLUGINS_DIR (the README example) must load in the binary too.
+  // A provider plugin from PLUGINS_DIR (the example of docs/plugins.md) must load in the binary too.
   const pluginsDir = join(dir, "plugins");
   mkdirSync(pluginsDir);
-  const readme = readFileSync(join(root, "README.md"), "utf8");
-  writeFileSync(join(pluginsDir, "acme.ts"), readme.match(/```ts plugin-example\n([\s\S]*?)```/)![1]);
+  const guide = readFileSync(join(root, "docs/plugins.md"), "utf8");
+  writeFileSync(join(pluginsDir, "acme.ts"), guide.match(/```ts plugin-example\n([\s\S]*?)```/)![1]);
   const svc = await spawnService([binary], { DATA_DIR: dataDir, PLUGINS_DIR: pluginsDir, ACME_API_KEY: "sk-acme" }, { cwd: dir });
   try {
     const health = await fetch(`${svc.url}/healthz`);

@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { startTestService, type TestService } from "../helpers/service";
 
 // What a new user trips over: a misspelt CONFIG_FILE key, a data directory or database
-// that cannot be used, a base URL one /v1 off, a webhook on loopback, the README's CLI.
+// that cannot be used, a base URL one /v1 off, a webhook on loopback, the CLI of docs/organizations.md.
 const root = join(import.meta.dir, "../..");
 let dir: string;
 
@@ -176,8 +176,8 @@ describe("unknown paths: 404 in the family's shape, with a hint for a base URL o
   });
 });
 
-test("the README's CLI commands from a source checkout work after npm ci, with no bun on the PATH", () => {
-  const readme = readFileSync(join(root, "README.md"), "utf8");
+test("the CLI commands of docs/organizations.md from a source checkout work after npm ci, with no bun on the PATH", () => {
+  const readme = readFileSync(join(root, "docs/organizations.md"), "utf8");
   const commands = [...readme.matchAll(/^(npx bun src\/main\.ts .+)$/gm)].map((m) => m[1]);
   expect(commands.length).toBeGreaterThanOrEqual(2);
   // node and npm, as after `npm ci`; bun only in node_modules.

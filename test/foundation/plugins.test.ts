@@ -7,11 +7,11 @@ import { pluginApi } from "../../src/plugin-api";
 import { Registry } from "../../src/registry/registry";
 import { startTestService } from "../helpers/service";
 
-/** The plugin example of README.md, taken from the README itself so the two cannot drift apart. */
-function readmeExample(): string {
-  const readme = readFileSync(join(import.meta.dir, "../../README.md"), "utf8");
-  const m = readme.match(/```ts plugin-example\n([\s\S]*?)```/);
-  if (!m) throw new Error("README.md has no ```ts plugin-example block");
+/** The plugin example of docs/plugins.md, taken from the guide itself so the two cannot drift apart. */
+function guideExample(): string {
+  const guide = readFileSync(join(import.meta.dir, "../../docs/plugins.md"), "utf8");
+  const m = guide.match(/```ts plugin-example\n([\s\S]*?)```/);
+  if (!m) throw new Error("docs/plugins.md has no ```ts plugin-example block");
   return m[1];
 }
 
@@ -44,10 +44,10 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test("the README's example plugin loads from PLUGINS_DIR and serves requests end to end", async () => {
+test("the example plugin of docs/plugins.md loads from PLUGINS_DIR and serves requests end to end", async () => {
   const pluginsDir = join(dir, "ok");
   Bun.spawnSync(["mkdir", "-p", pluginsDir]);
-  writeFileSync(join(pluginsDir, "acme.ts"), readmeExample());
+  writeFileSync(join(pluginsDir, "acme.ts"), guideExample());
   const configFile = join(dir, "ok.json");
   writeFileSync(
     configFile,
@@ -120,24 +120,24 @@ test("a plugin whose definition fails the schema stops start-up naming the file 
 });
 
 test("an instance whose configuration fails the plugin's schema names the entry, the file and the field", async () => {
-  const { dir: d, promise } = load({ "acme.ts": readmeExample() }, { acme: { plugin: "acme", baseURL: "ftp://nope", apiKey: "k" } });
+  const { dir: d, promise } = load({ "acme.ts": guideExample() }, { acme: { plugin: "acme", baseURL: "ftp://nope", apiKey: "k" } });
   await expect(promise).rejects.toThrow(`CONFIG_FILE providers.acme (plugin ${join(d, "acme.ts")}): field "baseURL"`);
   const unknown = load({}, { x: { plugin: "nope" } });
   await expect(unknown.promise).rejects.toThrow(/unknown plugin "nope"/);
 });
 
 test("zero configuration: fromEnv enables an instance; defaults are applied", async () => {
-  const { promise } = load({ "acme.ts": readmeExample() }, undefined, { ACME_API_KEY: "sk-env" });
+  const { promise } = load({ "acme.ts": guideExample() }, undefined, { ACME_API_KEY: "sk-env" });
   const registry = await promise;
   const instance = registry.instance("acme", "model");
   expect(instance?.instance.vendor).toBe("acme");
   expect(instance?.instance.models).toEqual([]);
-  const none = await load({ "acme.ts": readmeExample() }).promise;
+  const none = await load({ "acme.ts": guideExample() }).promise;
   expect(none.instance("acme", "model")).toBeUndefined();
 });
 
 test("two plugins cannot share a name", async () => {
-  const src = readmeExample();
+  const src = guideExample();
   const { promise } = load({ "a.ts": src, "b.ts": src });
   await expect(promise).rejects.toThrow(/name "acme" is already taken/);
 });

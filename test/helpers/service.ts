@@ -44,7 +44,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       ADMIN_TOKEN,
       EGRESS_ALLOW_CIDRS: "127.0.0.0/8,::1/128",
       // Test files keep many 2 GB sandboxes alive at once (memory limits, not use); the
-      // host admission (README: Sandbox quotas) is tested where a test sets it.
+      // host admission (docs/sandboxes.md: Sandbox quotas) is tested where a test sets it.
       SANDBOX_HOST_MEMORY_SHARE: "1000",
       PATH: process.env.PATH,
       HOME: process.env.HOME,
