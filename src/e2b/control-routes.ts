@@ -18,7 +18,7 @@ import { type MetricsSampler } from "./metrics";
  */
 
 /** The envd version the data plane answers as; the SDKs gate features on it. */
-export const ENVD_VERSION = "0.5.7";
+export const ENVD_VERSION = "0.6.4";
 const MAX_TIMEOUT_SEC = 86_400;
 const MAX_PAGE = 100;
 const MAX_FORKS = 16;

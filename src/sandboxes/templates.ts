@@ -63,7 +63,9 @@ export const DEFAULT_TEMPLATES: Record<string, Omit<SharedTemplate, "id"> & Reco
   code_interpreter: {
     backend: "local",
     description: "base plus a python3 interpreter (from the host's /usr)",
-    mounts: ["/usr"],
+    // /etc/R: Debian's R reads its configuration there (the R language of the code
+    // interpreter); bound only where the host has it.
+    mounts: ["/usr", "/etc/R"],
     requires: ["python3"],
   },
   claude: {
