@@ -160,6 +160,27 @@ describe("OpenAI media surfaces (openai SDK, aimock upstream)", () => {
     expect(((await json.json()) as any).error.message).toContain("multipart/form-data");
   });
 
+  test("an upload past the body limit, sent without a declared length, is refused with 413 while it streams in", async () => {
+    const spooled = async () => (await readdir(tmpdir())).filter((n) => n.startsWith("gateway-upload-")).length;
+    const before = await spooled();
+    const boundary = "gwboundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+    const chunk = new Uint8Array(1 << 20);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === 0) controller.enqueue(head);
+        // 11 MiB of audio bytes: past the 10 MB default limit.
+        if (sent++ < 11) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await fetch(`${svc.url}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` }, body, duplex: "half" } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as any).error.message).toContain("larger than");
+    expect(await spooled()).toBe(before);
+  });
+
   test("an unknown key is refused before the upload is read", async () => {
     const form = new FormData();
     form.append("model", "whisper-1");
