@@ -33,9 +33,11 @@ const PATHS = {
   transcriptions: "/audio/transcriptions",
   translations: "/audio/translations",
   moderations: "/moderations",
+  files: "/files",
+  batches: "/batches",
 } as Record<string, string>;
 /** The protocols an OpenAI server speaks, and an OpenAI-compatible one by default. */
-const ALL = ["chat", "responses", "embeddings", "images", "image-edits", "speech", "transcriptions", "translations", "moderations"] as const;
+const ALL = ["chat", "responses", "embeddings", "images", "image-edits", "speech", "transcriptions", "translations", "moderations", "files", "batches"] as const;
 
 const ConfigSchema = Type.Object({
   apiKey: Type.Optional(Type.String({ description: "Sent as `Authorization: Bearer`; omit for servers without auth (local Ollama)" })),

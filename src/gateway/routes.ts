@@ -12,6 +12,7 @@ import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./proto
 import { DEFAULT_MODERATION_MODEL } from "./protocols/moderations";
 import type { ModelInPathRoute } from "./protocols/spec";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
+import { storedResourceRoutes } from "./stored-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -178,7 +179,7 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, operationId: id("getInteraction"), ...responds({ 200: Interaction }, [404, 502, 503, 504]), summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(responsesLifecycleRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+  return app.use(responsesLifecycleRoutes(g)).use(storedResourceRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }
 
 /**

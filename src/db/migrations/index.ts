@@ -14,6 +14,7 @@ import m11 from "./0011_responses_affinity.sql" with { type: "text" };
 import m12 from "./0012_sandbox_quotas.sql" with { type: "text" };
 import m13 from "./0013_usage_parts_and_holds.sql" with { type: "text" };
 import m14 from "./0014_sandbox_pause_lifecycle_snapshots.sql" with { type: "text" };
+import m15 from "./0015_stored_resources.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -31,4 +32,5 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0012_sandbox_quotas", when: 1795761325266, breakpoints: true, sql: m12 },
   { tag: "0013_usage_parts_and_holds", when: 1795761749348, breakpoints: true, sql: m13 },
   { tag: "0014_sandbox_pause_lifecycle_snapshots", when: 1795771091969, breakpoints: true, sql: m14 },
+  { tag: "0015_stored_resources", when: 1795775566351, breakpoints: true, sql: m15 },
 ];

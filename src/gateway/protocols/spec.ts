@@ -51,6 +51,8 @@ export interface ProtocolSpec<N extends string = string> {
    * chunk by chunk, never read as text; usage comes from the request (`Call.usage`).
    */
   readonly answer?: "binary";
+  /** The surface's POST bodies may be multipart uploads, read by the route as a stream (files); multipart routes are so anyway. */
+  readonly uploads?: boolean;
 }
 
 export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute | MultipartRoute;
