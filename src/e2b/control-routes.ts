@@ -247,16 +247,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       },
       { query: t.Object({ sandboxID: t.Optional(t.String({ maxLength: 64 })), name: t.Optional(t.String({ maxLength: 256 })), limit: t.Optional(t.String()), nextToken: t.Optional(t.String({ maxLength: 64 })) }), detail: hide },
     )
-    // E2B deletes a snapshot as the template it is there; the configured templates are not deleted through this API.
-    .delete(
-      "/templates/:id",
-      async ({ auth, params, set }) => {
-        if (!(await sandboxes.deleteSnapshot(auth.organizationId, params.id))) throw new ApiError(404, `snapshot ${params.id} not found`);
-        set.status = 204;
-        return null;
-      },
-      { detail: hide },
-    )
+    // Deleting a snapshot: DELETE /templates/{id} (template-routes.ts), as E2B deletes a snapshot as the template it is.
     .post(
       "/sandboxes/:id/fork",
       async ({ auth, params, body, set }) => {

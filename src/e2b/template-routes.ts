@@ -107,7 +107,8 @@ export function e2bTemplateRoutes(templates: TemplateService, publicUrl: string 
     .delete(
       "/templates/:templateID",
       async ({ auth, params, set }) => {
-        await templates.delete(auth.organizationId, params.templateID);
+        // E2B deletes a snapshot as the template it is: a snapshot of that id or name goes first.
+        if (!(await templates.d.sandboxes.deleteSnapshot(auth.organizationId, params.templateID))) await templates.delete(auth.organizationId, params.templateID);
         set.status = 204;
         return null;
       },
