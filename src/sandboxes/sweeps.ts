@@ -90,11 +90,15 @@ export async function finishDestroy(svc: SweptService, row: SandboxRow, throwOnF
  * them. Returns how many were confirmed stopped.
  */
 export async function reapExpired(svc: SweptService): Promise<number> {
-  await autoPauseExpired(svc);
+  // One cut-off for both steps: a sandbox that expires between them is left to the next
+  // tick, where the auto-pause step sees it first (else the claim would kill a sandbox
+  // whose lifecycle asks for a pause).
+  const cutoff = new Date();
+  await autoPauseExpired(svc, cutoff);
   const due = svc.db
     .select({ id: sandboxes.id })
     .from(sandboxes)
-    .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`), isNull(sandboxes.stopRequestedAt), svc.mine()))
+    .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, cutoff), isNull(sandboxes.stopRequestedAt), svc.mine()))
     .orderBy(asc(sandboxes.endAt))
     .limit(100)
     .for("update", { skipLocked: true });
@@ -115,17 +119,17 @@ export async function reapExpired(svc: SweptService): Promise<number> {
  * killed; one that cannot be paused stays running and expired, so the claim that follows
  * kills it as without the option: it must not run on past its time.
  */
-async function autoPauseExpired(svc: SweptService): Promise<void> {
+async function autoPauseExpired(svc: SweptService, cutoff: Date): Promise<void> {
   const due = await svc.db
     .select()
     .from(sandboxes)
-    .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`), isNull(sandboxes.stopRequestedAt), sql`${sandboxes.lifecycle}->>'onTimeout' = 'pause'`, svc.mine()))
+    .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, cutoff), isNull(sandboxes.stopRequestedAt), sql`${sandboxes.lifecycle}->>'onTimeout' = 'pause'`, svc.mine()))
     .limit(100);
   for (const row of due) {
     await svc.serial(row.id, async () => {
       // Re-read: the TTL may have been extended since the scan.
       const [fresh] = await svc.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
-      if (!fresh || fresh.status !== "running" || fresh.stopRequestedAt || fresh.endAt.getTime() > Date.now()) return;
+      if (!fresh || fresh.status !== "running" || fresh.stopRequestedAt || fresh.endAt.getTime() > cutoff.getTime()) return;
       await svc.autoPause(fresh).catch((e) => svc.log.warn("sandbox auto-pause failed; killing it", { sandboxId: fresh.id, err: e }));
     });
   }
