@@ -5,6 +5,7 @@ import type { NetworkRequest } from "../sandboxes/network";
 import type { SandboxNetworks } from "../sandboxes/network-service";
 import type { SandboxLifecycleOptions, SandboxRow, SnapshotRow } from "../sandboxes/schema";
 import { CLIENT_ID, type SandboxService } from "../sandboxes/service";
+import { createSnapshot, fork, listSnapshots } from "../sandboxes/snapshots";
 import { resolveResources } from "../sandboxes/templates";
 import { type AccessTokens, trafficToken } from "./access-token";
 import { type MetricsSampler } from "./metrics";
@@ -229,7 +230,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
         const name = (body as { name?: unknown } | null | undefined)?.name;
         if (name !== undefined && name !== null && (typeof name !== "string" || !SNAPSHOT_NAME.test(name))) throw new ApiError(400, "name must be 1 to 128 letters, digits, '.', '_', '-' or '/'");
         set.status = 201;
-        return snapshotJson(await sandboxes.createSnapshot(auth.organizationId, params.id, (name as string | null | undefined) ?? undefined));
+        return snapshotJson(await createSnapshot(sandboxes, auth.organizationId, params.id, (name as string | null | undefined) ?? undefined));
       },
       { body: t.Optional(t.Unknown()), detail: hide },
     )
@@ -238,7 +239,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       async ({ auth, query, set }) => {
         const limit = query.limit === undefined ? MAX_PAGE : Number(query.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ApiError(400, `limit must be an integer from 1 to ${MAX_PAGE}`);
-        let rows = await sandboxes.listSnapshots(auth.organizationId, { sandboxId: query.sandboxID || undefined, name: query.name || undefined });
+        let rows = await listSnapshots(sandboxes, auth.organizationId, { sandboxId: query.sandboxID || undefined, name: query.name || undefined });
         // The cursor is the last id of the previous page; ids sort by creation time.
         if (query.nextToken) rows = rows.filter((r) => r.id < query.nextToken!);
         const page = rows.slice(0, limit);
@@ -255,7 +256,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
         const b = (body ?? {}) as Record<string, unknown>;
         const count = b.count === undefined || b.count === null ? 1 : b.count;
         if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > MAX_FORKS) throw new ApiError(400, `count must be an integer from 1 to ${MAX_FORKS}`);
-        const forks = await sandboxes.fork(auth.organizationId, params.id, count, timeoutOf(b.timeout, false));
+        const forks = await fork(sandboxes, auth.organizationId, params.id, count, timeoutOf(b.timeout, false));
         set.status = 201;
         return Promise.all(forks.map(async (f) => ("row" in f ? { sandbox: await created(f.row) } : { error: { code: f.error.status, message: f.error.message } })));
       },

@@ -13,6 +13,7 @@ import type { BuildSpec } from "../templates/build-spec";
 import type { TemplateBuildRow } from "../templates/schema";
 import type { TemplateInfo, TemplateService } from "../templates/service";
 import type { LogEntry } from "../templates/store";
+import { deleteSnapshot } from "../sandboxes/snapshots";
 import { ENVD_VERSION } from "./control-routes";
 
 const hide = { hide: true };
@@ -108,7 +109,7 @@ export function e2bTemplateRoutes(templates: TemplateService, publicUrl: string 
       "/templates/:templateID",
       async ({ auth, params, set }) => {
         // E2B deletes a snapshot as the template it is: a snapshot of that id or name goes first.
-        if (!(await templates.d.sandboxes.deleteSnapshot(auth.organizationId, params.templateID))) await templates.delete(auth.organizationId, params.templateID);
+        if (!(await deleteSnapshot(templates.d.sandboxes, auth.organizationId, params.templateID))) await templates.delete(auth.organizationId, params.templateID);
         set.status = 204;
         return null;
       },

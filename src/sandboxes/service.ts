@@ -1,50 +1,31 @@
-import { and, desc, eq, inArray, isNull, lte, or, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
-import { type NewEvent, recordEvent, recordEvents } from "../events/record";
+import { recordEvent } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
 import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
-import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
-import { type SandboxLifecycleOptions, type SandboxRow, sandboxes, sandboxSnapshots, type SnapshotRow } from "./schema";
+import { egressRules, type NetworkMode, resolveNetwork } from "./network";
+import { type SandboxRow, sandboxes } from "./schema";
+import type { CreateInput, Origin } from "./create-input";
+import { findSnapshot } from "./snapshots";
+import { BatchedEvents } from "./event-batch";
 import type { SandboxQuotas } from "./quota";
 import type { SandboxNodes } from "./nodes";
 import { callNode, type RemoteOp } from "./node-calls";
 import { claimStop, finishDestroy } from "./sweeps";
 import { createStarted } from "./start-command";
-import { type ResourceOverrides, resolveResources } from "./templates";
+import { resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
-
-export interface CreateInput {
-  templateID: string;
-  timeout?: number;
-  metadata?: Record<string, string>;
-  envVars?: Record<string, string>;
-  /** Resource overrides within the template's maximum (E2B's names). */
-  resources?: ResourceOverrides;
-  /** Network options (network.ts); without them the template's or the operator's default. */
-  network?: NetworkRequest;
-  /** What happens at its timeout; without it, it is killed. */
-  lifecycle?: SandboxLifecycleOptions;
-}
-
-/** A new sandbox's template, and the snapshot whose files it starts with (when `templateID` names one). */
-interface Origin {
-  template: SandboxTemplate;
-  snapshot?: SnapshotRow;
-}
+export type { CreateInput } from "./create-input";
 
 export const DEFAULT_TIMEOUT_SEC = 300;
 export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
-/** Snapshots an organization may keep (each is a copy of a sandbox's files on the host's disk). */
-export const MAX_SNAPSHOTS_PER_ORGANIZATION = 100;
-const EVENT_BATCH_MS = 250;
-
 
 /**
  * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
@@ -61,12 +42,8 @@ export class SandboxService {
    * backend refuses a sandbox that is really gone in any case.
    */
   private readonly rowCache = new Map<string, { row: SandboxRow; at: number }>();
-  /**
-   * process.completed events not yet written. They do not hold up the response and are
-   * written in batches, one transaction each: with the embedded database every commit
-   * is a disk write on the service's own thread.
-   */
-  private queuedEvents: NewEvent[] = [];
+  /** process.completed events, written in batches off the response path (event-batch.ts). */
+  private readonly completedEvents: BatchedEvents;
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
   /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
@@ -79,14 +56,15 @@ export class SandboxService {
   nodes?: SandboxNodes;
   /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
   readonly destroyFailedAt = new Map<string, number>();
-  private writing: Promise<void> | undefined;
 
   constructor(
     readonly db: Db,
     readonly registry: Registry,
     readonly templates: Map<string, SandboxTemplate>,
     readonly log: Logger,
-  ) {}
+  ) {
+    this.completedEvents = new BatchedEvents(db, log);
+  }
 
   backend(name: string): SandboxBackend {
     return this.sandboxInstance(name).instance;
@@ -115,113 +93,13 @@ export class SandboxService {
     return this.capability(row, "offer a filesystem", filesystemOf);
   }
 
-  private pausing(row: SandboxRow): SandboxPause {
+  pausing(row: SandboxRow): SandboxPause {
     return this.capability(row, "pause sandboxes", pauseOf);
   }
 
-  private pauseOfBackend(name: string): SandboxPause | undefined {
+  pauseOfBackend(name: string): SandboxPause | undefined {
     const inst = this.sandboxInstance(name);
     return pauseOf(inst.instance, inst.plugin.definition.serves);
-  }
-
-  /** A snapshot of the organization by id, or by the name it was given (the newest of that name). */
-  async findSnapshot(organizationId: string, idOrName: string): Promise<SnapshotRow | undefined> {
-    if (isWellFormedId(idOrName, "snap_")) {
-      const [row] = await this.db.select().from(sandboxSnapshots).where(and(eq(sandboxSnapshots.id, idOrName), eq(sandboxSnapshots.organizationId, organizationId)));
-      return row;
-    }
-    if (idOrName.length > 256) return undefined;
-    const [row] = await this.db
-      .select()
-      .from(sandboxSnapshots)
-      .where(and(eq(sandboxSnapshots.organizationId, organizationId), eq(sandboxSnapshots.name, idOrName)))
-      .orderBy(desc(sandboxSnapshots.id))
-      .limit(1);
-    return row;
-  }
-
-  /**
-   * Copies a running or paused sandbox's files as a snapshot (event `snapshotted`).
-   * Serialised with the sandbox's lifecycle, so it cannot race a pause or a kill.
-   */
-  async createSnapshot(organizationId: string, id: string, name?: string): Promise<SnapshotRow> {
-    return this.serial(id, async () => {
-      const row = await this.get(organizationId, id);
-      this.notLive(row);
-      return this.snapshotRow(row, name);
-    });
-  }
-
-  private async snapshotRow(row: SandboxRow, name: string | undefined): Promise<SnapshotRow> {
-    const pausing = this.pausing(row);
-    if (!pausing.snapshot) throw new ApiError(501, `sandbox backend '${row.backend}' does not take snapshots`);
-    // Threat: snapshots are files on the host's disk that outlive their sandbox; without a
-    // bound one organization could fill the disk with them.
-    const [{ n }] = await this.db.select({ n: sql<number>`count(*)::int` }).from(sandboxSnapshots).where(eq(sandboxSnapshots.organizationId, row.organizationId));
-    if (n >= MAX_SNAPSHOTS_PER_ORGANIZATION) throw new ApiError(409, `the organization has ${n} snapshots, the most it may keep; delete some first`);
-    const snapshotId = newId("snap_");
-    const sizeBytes = await this.call(() => pausing.snapshot!(row.id, row.backendState, snapshotId), "failed to snapshot sandbox in provider");
-    try {
-      return await this.db.transaction(async (tx) => {
-        const [snap] = await tx.insert(sandboxSnapshots).values({ id: snapshotId, organizationId: row.organizationId, sandboxId: row.id, templateId: row.templateId, backend: row.backend, name: name ?? null, sizeBytes }).returning();
-        await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.snapshotted", data: { snapshotID: snapshotId, sizeBytes, ...(name ? { name } : {}) } });
-        return snap;
-      });
-    } catch (e) {
-      await pausing.deleteSnapshot?.(snapshotId).catch(() => {});
-      throw e;
-    }
-  }
-
-  /** The organization's snapshots, newest first; of one sandbox, or of one name (or id), when asked. */
-  async listSnapshots(organizationId: string, filter: { sandboxId?: string; name?: string } = {}): Promise<SnapshotRow[]> {
-    const where = [eq(sandboxSnapshots.organizationId, organizationId)];
-    if (filter.sandboxId) where.push(eq(sandboxSnapshots.sandboxId, filter.sandboxId));
-    // E2B's name filter matches a snapshot's name or its id.
-    if (filter.name) where.push(or(eq(sandboxSnapshots.name, filter.name), eq(sandboxSnapshots.id, filter.name))!);
-    return this.db.select().from(sandboxSnapshots).where(and(...where)).orderBy(desc(sandboxSnapshots.id));
-  }
-
-  /** Deletes a snapshot and its files; false when the organization has no such snapshot. Sandboxes made from it keep their own copies. */
-  async deleteSnapshot(organizationId: string, idOrName: string): Promise<boolean> {
-    const snap = await this.findSnapshot(organizationId, idOrName);
-    if (!snap) return false;
-    const deleted = await this.db.delete(sandboxSnapshots).where(eq(sandboxSnapshots.id, snap.id)).returning({ id: sandboxSnapshots.id });
-    if (!deleted.length) return false;
-    const pausing = this.pauseOfBackend(snap.backend);
-    await pausing?.deleteSnapshot?.(snap.id).catch((e) => this.log.warn("snapshot files not removed", { snapshotId: snap.id, err: e }));
-    return true;
-  }
-
-  /**
-   * Forks a running sandbox: one copy of its files (it is frozen for the moment of the
-   * copy, its id and lifetime untouched), then `count` new sandboxes of its template,
-   * envVars, metadata, network and lifecycle start with them. Processes are not copied.
-   * Each fork succeeds or fails on its own; the copy is removed once they have started.
-   */
-  async fork(organizationId: string, id: string, count: number, timeout?: number): Promise<({ row: SandboxRow } | { error: ApiError })[]> {
-    const source = await this.get(organizationId, id);
-    if (source.status !== "running") throw new ApiError(409, source.status === "paused" ? "sandbox is paused; connect to resume it before forking" : `sandbox is ${source.status}`);
-    const template = this.templates.get(source.templateId);
-    if (!template) throw new ApiError(409, `sandbox ${id}'s template ${source.templateId} is no longer configured`);
-    const snap = await this.serial(id, async () => this.snapshotRow(await this.get(organizationId, id), undefined));
-    try {
-      const out: ({ row: SandboxRow } | { error: ApiError })[] = [];
-      for (let i = 0; i < count; i++) {
-        const input: CreateInput = { templateID: source.templateId, timeout, metadata: source.metadata, envVars: source.envVars, lifecycle: source.lifecycle ?? undefined };
-        const network = source.network ?? undefined;
-        out.push(
-          await this.create(organizationId, { ...input, ...(network ? { network } : {}) }, { template, snapshot: snap }).then(
-            (row) => ({ row }),
-            (e) => ({ error: e instanceof ApiError ? e : new ApiError(502, "failed to create sandbox in provider") }),
-          ),
-        );
-      }
-      return out;
-    } finally {
-      await this.db.delete(sandboxSnapshots).where(eq(sandboxSnapshots.id, snap.id));
-      await this.pausing(source).deleteSnapshot?.(snap.id).catch(() => {});
-    }
   }
 
   /**
@@ -279,7 +157,7 @@ export class SandboxService {
   async origin(organizationId: string, templateID: string): Promise<Origin> {
     const template = this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
     if (template) return { template };
-    const snapshot = await this.findSnapshot(organizationId, templateID);
+    const snapshot = await findSnapshot(this, organizationId, templateID);
     const base = snapshot && this.templates.get(snapshot.templateId);
     if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
     if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
@@ -373,31 +251,11 @@ export class SandboxService {
   }
 
   /** Waits until every queued event is written (shutdown, tests). */
-  async flush(): Promise<void> {
-    while (this.writing || this.queuedEvents.length) await (this.writing ?? this.writeQueued());
+  flush(): Promise<void> {
+    return this.completedEvents.flush();
   }
 
-  private queueEvent(e: NewEvent): void {
-    this.queuedEvents.push(e);
-    if (!this.writing) this.writing = Bun.sleep(EVENT_BATCH_MS).then(() => this.writeQueued());
-  }
-
-  private async writeQueued(): Promise<void> {
-    const batch = this.queuedEvents;
-    this.queuedEvents = [];
-    try {
-      if (batch.length) {
-        await recordEvents(this.db, batch);
-      }
-    } catch (e) {
-      this.log.error("process.completed events not written", { count: batch.length, err: e });
-    } finally {
-      this.writing = undefined;
-      if (this.queuedEvents.length) this.writing = Bun.sleep(EVENT_BATCH_MS).then(() => this.writeQueued());
-    }
-  }
-
-  private notLive(row: SandboxRow): void {
+  notLive(row: SandboxRow): void {
     if (row.stopReason === "lost" && row.status === "error") throw new ApiError(409, "sandbox is lost: the node that ran it stopped answering");
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
     if (row.stopRequestedAt) throw new ApiError(409, "sandbox is being destroyed");
@@ -537,7 +395,7 @@ export class SandboxService {
     // Not a state change, so it need not commit with anything: written off the
     // response path (shutdown waits for it).
     const { outOfMemory, ...processResult } = result;
-    this.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs, ...(outOfMemory ? { outOfMemory: true } : {}) } });
+    this.completedEvents.queueEvent({ organizationId, resourceType: "sandbox", resourceId: id, type: "router.process.completed", data: { cmd: input.cmd, exitCode: result.exitCode, durationMs, ...(outOfMemory ? { outOfMemory: true } : {}) } });
     return processResult;
   }
 
