@@ -99,6 +99,7 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
     const what = !isNew ? "opening the embedded database" : loadDataDir ? "creating the embedded database from the prepared one" : "creating the embedded database (initdb)";
     client = await withProgress(opts.progress, what, async () =>
       ownThread ? await PgliteThread.create(pgDir, loadDataDir, isNew) : await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets(isNew && !loadDataDir)) }),
+      { announce: isNew && !inMemory },
     );
     if (!inMemory) restrictTree(pgDir);
   } catch (err) {

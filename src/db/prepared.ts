@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
+// @ts-expect-error: the package's exports map leaves out package.json; Bun resolves it anyway, and inlines it in the binary.
 import pglitePackage from "@electric-sql/pglite/package.json" with { type: "json" };
 
 /**
@@ -20,7 +21,7 @@ import pglitePackage from "@electric-sql/pglite/package.json" with { type: "json
  * The file name carries PGlite's version: a tarball from another PostgreSQL build is never
  * loaded (its catalog would not match the server's).
  */
-export const PREPARED_NAME = `empty-database-pglite-${pglitePackage.version}.tar.gz`;
+export const PREPARED_NAME = `empty-database-pglite-${(pglitePackage as { version: string }).version}.tar.gz`;
 
 const ROOT = join(import.meta.dir, "..", "..");
 /** Where development installs keep the tarball (wiped with node_modules, like the PGlite it was made by). */

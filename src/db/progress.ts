@@ -8,19 +8,26 @@ const REPEAT_MS = 5000;
 /**
  * Runs `step`; when it takes longer than a second, says so through `progress` (once at
  * one second, then every five while it lasts, and when it is done). A quiet start stays
- * quiet, and a slow one (a first start on a busy machine) never looks hung.
+ * quiet, and a slow one (a first start on a busy machine) never looks hung. `announce`
+ * says it at the start instead.
  */
-export async function withProgress<T>(progress: Progress | undefined, what: string, step: () => Promise<T>): Promise<T> {
+export async function withProgress<T>(progress: Progress | undefined, what: string, step: () => Promise<T>, opts: { announce?: boolean } = {}): Promise<T> {
   if (!progress) return step();
   const started = performance.now();
   const seconds = () => Math.round((performance.now() - started) / 100) / 10;
   let said = false;
+  // A step known to be long (creating a database) says so at once: much of it is
+  // synchronous WebAssembly, during which no timer can fire.
+  if (opts.announce) {
+    progress(what);
+    said = true;
+  }
   const say = () => {
     progress(said ? `still ${what}` : what, said ? { seconds: seconds() } : undefined);
     said = true;
     timer = setTimeout(say, REPEAT_MS);
   };
-  let timer = setTimeout(say, FIRST_MS);
+  let timer = setTimeout(say, said ? REPEAT_MS : FIRST_MS);
   try {
     return await step();
   } finally {

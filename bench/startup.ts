@@ -1,0 +1,43 @@
+// `npm run bench -- startup`: how long the compiled binary takes to start (issue 37).
+// First start: a new, empty DATA_DIR (the embedded database is created, migrations
+// applied, the first key printed). Later start: the same directory again. Each to the key
+// printed (first start only) and to /readyz answering; BENCH_STARTUP_RUNS runs (default 5)
+// of each, binaries interleaved within a run (bench/binary.ts: BENCH_BASELINE_BINARY).
+// Medians, with the load average, since a shared machine's load moves these figures most.
+import { rmSync } from "node:fs";
+import { type Binary, binaries, loadAverage, median, newDataDir, startBinary } from "./binary";
+import { fmt } from "./lib";
+
+const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);
+
+export async function run() {
+  const targets = binaries();
+  const samples = new Map<Binary, { firstKey: number[]; firstReady: number[]; laterReady: number[] }>(targets.map((b) => [b, { firstKey: [], firstReady: [], laterReady: [] }]));
+  console.log(`load average before: ${loadAverage()}\n`);
+  for (let i = 0; i < RUNS; i++) {
+    for (const binary of i % 2 ? [...targets].reverse() : targets) {
+      const s = samples.get(binary)!;
+      const dataDir = newDataDir();
+      try {
+        const first = await startBinary(binary, dataDir);
+        await first.stop();
+        if (first.toKeyMs === undefined) throw new Error(`${binary.path} printed no key on a first start:\n${first.output()}`);
+        s.firstKey.push(first.toKeyMs);
+        s.firstReady.push(first.toReadyMs);
+        const later = await startBinary(binary, dataDir);
+        await later.stop();
+        s.laterReady.push(later.toReadyMs);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
+  }
+  console.log(`| binary | first start, to the key printed | first start, to /readyz | later start, to /readyz |`);
+  console.log(`|---|---:|---:|---:|`);
+  const sec = (xs: number[]) => `${fmt(median(xs) / 1000, 2)} s (${xs.map((x) => fmt(x / 1000, 1)).join(", ")})`;
+  for (const b of targets) {
+    const s = samples.get(b)!;
+    console.log(`| ${b.label} | ${sec(s.firstKey)} | ${sec(s.firstReady)} | ${sec(s.laterReady)} |`);
+  }
+  console.log(`\nMedians of ${RUNS} runs (each run's figures in brackets); load average after: ${loadAverage()}.`);
+}
