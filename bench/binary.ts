@@ -33,6 +33,8 @@ export interface Running {
   /** Milliseconds from spawn to /readyz answering 200. */
   toReadyMs: number;
   output(): string;
+  /** Resolves with the key and the time to it once printed (a first start prints it after /readyz may already answer). */
+  waitForKey(timeoutMs?: number): Promise<{ key: string; toKeyMs: number }>;
   stop(): Promise<void>;
 }
 
@@ -79,6 +81,12 @@ export async function startBinary(binary: Binary, dataDir: string, env: Record<s
     toKeyMs,
     toReadyMs,
     output: () => text,
+    async waitForKey(timeoutMs = 30_000) {
+      const deadline = performance.now() + timeoutMs;
+      while (!key && performance.now() < deadline) await Bun.sleep(10);
+      if (!key || toKeyMs === undefined) throw new Error(`${binary.path} printed no key:\n${text}`);
+      return { key, toKeyMs };
+    },
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;

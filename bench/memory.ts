@@ -67,8 +67,7 @@ export async function run() {
         const env: Record<string, string> = { OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream.url}/v1`, LOG_LEVEL: "warn", ...(database?.url ? { DATABASE_URL: database.url } : {}) };
         const service = await startBinary(binary, dataDir, env);
         try {
-          if (!service.key) throw new Error(`no key printed:\n${service.output()}`);
-          const key = service.key;
+          const { key } = await service.waitForKey();
           await Bun.sleep(IDLE_SECONDS * 1000);
           const idle = rssMB(service.pid);
           let next = 0;
