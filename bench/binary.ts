@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { procStat } from "../providers/local/procfs";
 import { freePort, root } from "./gateway-targets";
 
 export interface Binary {
@@ -32,6 +33,11 @@ export interface Running {
   toKeyMs?: number;
   /** Milliseconds from spawn to /readyz answering 200. */
   toReadyMs: number;
+  /**
+   * CPU seconds (user + system, all threads, before and after the execve) the process used
+   * to get there: what the start costs on an idle machine, where wall time is about this.
+   */
+  cpuToReady: number;
   output(): string;
   /** Resolves with the key and the time to it once printed (a first start prints it after /readyz may already answer). */
   waitForKey(timeoutMs?: number): Promise<{ key: string; toKeyMs: number }>;
@@ -73,6 +79,7 @@ export async function startBinary(binary: Binary, dataDir: string, env: Record<s
     await Bun.sleep(20);
   }
   const toReadyMs = performance.now() - started;
+  const cpuToReady = (procStat(proc.pid)?.cpuTicks ?? Number.NaN) / 100; // USER_HZ
   return {
     url,
     // `serve` replaces itself once (execve, src/allocator.ts): the process id stays the same.
@@ -80,6 +87,7 @@ export async function startBinary(binary: Binary, dataDir: string, env: Record<s
     key,
     toKeyMs,
     toReadyMs,
+    cpuToReady,
     output: () => text,
     async waitForKey(timeoutMs = 30_000) {
       const deadline = performance.now() + timeoutMs;
