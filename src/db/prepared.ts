@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 // @ts-expect-error: the package's exports map leaves out package.json; Bun resolves it anyway, and inlines it in the binary.
 import pglitePackage from "@electric-sql/pglite/package.json" with { type: "json" };
+import { embeddedMigrations } from "./migrations";
 
 /**
  * A prepared empty embedded database: the data directory PGlite's initdb makes, with the
@@ -19,9 +20,12 @@ import pglitePackage from "@electric-sql/pglite/package.json" with { type: "json
  *   first start runs initdb as before.
  *
  * The file name carries PGlite's version: a tarball from another PostgreSQL build is never
- * loaded (its catalog would not match the server's).
+ * loaded (its catalog would not match the server's). It also carries a hash of the
+ * migrations, so that a new migration makes a new tarball (an older one would still be
+ * correct, with the newer migrations applied at every first start, only slower).
  */
-export const PREPARED_NAME = `empty-database-pglite-${(pglitePackage as { version: string }).version}.tar.gz`;
+const MIGRATIONS_HASH = Bun.hash(embeddedMigrations.map((m) => `${m.tag}\n${m.sql}`).join("\n")).toString(36);
+export const PREPARED_NAME = `empty-database-pglite-${(pglitePackage as { version: string }).version}-${MIGRATIONS_HASH}.tar.gz`;
 
 const ROOT = join(import.meta.dir, "..", "..");
 /** Where development installs keep the tarball (wiped with node_modules, like the PGlite it was made by). */
