@@ -11,6 +11,8 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   metering: () => import("./metering"),
   events: () => import("./events"),
   sandboxes: () => import("./sandboxes"),
+  // Also part of `sandboxes`; alone, without its 200 idle sandboxes and network rows.
+  "sandbox-lifecycle": () => import("./sandboxes").then((m) => ({ run: m.runLifecycle })),
   agents: () => import("./agents"),
   generation: () => import("./generation"),
   revocation: () => import("./revocation"),

@@ -4,8 +4,9 @@
 // same run: spawning `echo hi` directly on the host, and a one-shot `bwrap ... echo hi`
 // (what a design that starts a new bwrap per command would pay per command). The E2B
 // SDK's create + first command goes through the E2B surface against the spec's API.
-// Sandbox networks: bench/sandbox-network.ts.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+// Sandbox networks: bench/sandbox-network.ts; pause to disk and snapshots: bench/sandbox-lifecycle.ts.
+// Image templates against the host-/usr template: imageTemplateBench below.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config";
@@ -14,6 +15,8 @@ import { pidsInNamespace, procStat } from "../providers/local/procfs";
 import { Sandbox } from "e2b";
 import { fmt, percentile, benchDatabase } from "./lib";
 import { networkBench } from "./sandbox-network";
+import { lifecycleBench } from "./sandbox-lifecycle";
+import { forwardedExecBench } from "./sandbox-replicas";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -73,9 +76,9 @@ async function benchService(databaseUrl: string | undefined, env: Record<string,
 }
 
 /** create + first `echo hi` result, n times after a warm-up, with its two parts; the sandboxes are deleted. */
-async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchService>>["call"], n: number): Promise<{ total: number[]; create: number[]; first: number[] }> {
+async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchService>>["call"], n: number, templateID = "base"): Promise<{ total: number[]; create: number[]; first: number[] }> {
   for (let i = 0; i < 3; i++) {
-    const sb = await call("POST", "/sandboxes", { templateID: "base" });
+    const sb = await call("POST", "/sandboxes", { templateID });
     await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
     await call("DELETE", `/sandboxes/${sb.sandboxID}`);
   }
@@ -84,7 +87,7 @@ async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchServic
   const first: number[] = [];
   const total = await time(n, async () => {
     const t0 = performance.now();
-    const sb = await call("POST", "/sandboxes", { templateID: "base" });
+    const sb = await call("POST", "/sandboxes", { templateID });
     const t1 = performance.now();
     const r = await call("POST", `/sandboxes/${sb.sandboxID}/processes`, { cmd: "echo", args: ["hi"] });
     first.push(performance.now() - t1);
@@ -95,6 +98,49 @@ async function createAndFirstCommand(call: Awaited<ReturnType<typeof benchServic
   for (const id of ids) await call("DELETE", `/sandboxes/${id}`);
   const sort = (xs: number[]) => xs.sort((a, b) => a - b);
   return { total, create: sort(create), first: sort(first) };
+}
+
+/**
+ * Image template against the host-/usr template, same service, same run, alternating
+ * rounds of 10 so that load changes hit both alike: create + first command. The image is
+ * the Debian base the tests make with debootstrap (cached), imported before timing.
+ */
+export async function imageTemplateBench(databaseUrl: string | undefined): Promise<void> {
+  const { debianOciLayout } = await import("../test/helpers/debian-image");
+  const dir = mkdtempSync(join(tmpdir(), "bench-img-"));
+  const config = join(dir, "config.json");
+  writeFileSync(config, JSON.stringify({ sandboxes: { templates: { debian: { backend: "local", image: debianOciLayout() } } } }));
+  const svc = await benchService(databaseUrl, { CONFIG_FILE: config });
+  try {
+    const t0 = performance.now();
+    // The first create imports the image.
+    const first = await svc.call("POST", "/sandboxes", { templateID: "debian" });
+    const importMs = performance.now() - t0;
+    await svc.call("DELETE", `/sandboxes/${first.sandboxID}`);
+    const host: { total: number[]; create: number[]; first: number[] } = { total: [], create: [], first: [] };
+    const image: typeof host = { total: [], create: [], first: [] };
+    for (let round = 0; round < 3; round++) {
+      for (const [into, template] of [[host, "base"], [image, "debian"]] as const) {
+        const r = await createAndFirstCommand(svc.call, 10, template);
+        into.total.push(...r.total);
+        into.create.push(...r.create);
+        into.first.push(...r.first);
+      }
+    }
+    for (const x of [host, image]) for (const xs of [x.total, x.create, x.first]) xs.sort((a, b) => a - b);
+    const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
+    const loadAvg = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+    console.log(`\nImage template (Debian bookworm minbase, one layer, overlay root, root user) against the host-/usr template, same service, alternating rounds; load average ${loadAvg}; first create with the image's import: ${fmt(importMs, 0)} ms.\n`);
+    console.log("| create + first command result (`echo hi`), API | p50 ms | p99 ms | image - host-/usr (p50) |");
+    console.log("|---|---:|---:|---:|");
+    console.log(`| host-/usr template | ${p(host.total, 50)} | ${p(host.total, 99)} | |`);
+    console.log(`| image template | ${p(image.total, 50)} | ${p(image.total, 99)} | ${fmt(percentile(image.total, 50) - percentile(host.total, 50), 2)} ms |`);
+    console.log(`| - of which the create, host-/usr / image | ${p(host.create, 50)} / ${p(image.create, 50)} | ${p(host.create, 99)} / ${p(image.create, 99)} | ${fmt(percentile(image.create, 50) - percentile(host.create, 50), 2)} ms |`);
+    console.log(`| - of which the first command, host-/usr / image | ${p(host.first, 50)} / ${p(image.first, 50)} | ${p(host.first, 99)} / ${p(image.first, 99)} | ${fmt(percentile(image.first, 50) - percentile(host.first, 50), 2)} ms |`);
+  } finally {
+    await svc.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The same through the E2B surface with the official SDK: `Sandbox.create` + `commands.run('echo hi')`. */
@@ -111,6 +157,22 @@ async function sdkCreateAndFirstCommand(url: string, apiKey: string, n: number):
   const out = await time(n, () => once(ids));
   for (const id of [...warm, ...ids]) await Sandbox.kill(id, opts);
   return out;
+}
+
+async function lifecycleService(databaseUrl: string | undefined) {
+  const svc = await benchService(databaseUrl);
+  return { url: svc.server.url, key: svc.key, close: svc.close };
+}
+
+/** `npm run bench -- sandbox-lifecycle`: only the pause, resume and snapshot rows. */
+export async function runLifecycle() {
+  if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
+  const db = await benchDatabase("sbxlc");
+  try {
+    await lifecycleBench(() => lifecycleService(db.url));
+  } finally {
+    await db.drop();
+  }
 }
 
 export async function run() {
@@ -208,10 +270,13 @@ export async function run() {
     console.log(`| memory per idle sandbox (PSS of its processes) | ${fmt(pss / IDLE / 1024, 2)} MiB |`);
     console.log(`| total PSS of ${IDLE} sandboxes | ${fmt(pss / 1024, 1)} MiB |`);
     for (const sid of created.splice(0)) await call("DELETE", `/sandboxes/${sid}`);
+    await forwardedExecBench(db.url);
+    await imageTemplateBench(db.url);
     await networkBench(async (env) => {
       const svc = await benchService(db.url, env);
       return { call: svc.call, close: svc.close };
     });
+    await lifecycleBench(() => lifecycleService(db.url));
   } finally {
     for (const sid of created) await call("DELETE", `/sandboxes/${sid}`).catch(() => {});
     await close();

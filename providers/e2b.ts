@@ -10,6 +10,7 @@ import {
   definePlugin,
   type FullSandboxBackend,
   type Liveness,
+  type PauseOptions,
   type SandboxTemplate,
   type TemplateFieldsOf,
   Type,
@@ -98,9 +99,10 @@ export class E2BBackend implements FullSandboxBackend<E2BTemplateFields> {
     await Sandbox.kill((state as E2BState).remoteId, this.opts);
   }
 
-  async pause(id: string, state: BackendState): Promise<void> {
+  async pause(id: string, state: BackendState, opts?: PauseOptions): Promise<void> {
     const { Sandbox } = await sdk();
-    await Sandbox.pause((state as E2BState).remoteId, this.opts);
+    // E2B keeps memory unless told otherwise; its own keepMemory: false is a filesystem-only pause, as ours.
+    await Sandbox.pause((state as E2BState).remoteId, { ...this.opts, ...(opts && !opts.keepMemory ? { keepMemory: false } : {}) });
     this.handles.delete(id);
   }
 

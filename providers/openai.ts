@@ -23,12 +23,28 @@ import {
  * give each its own instance name and `baseURL` in the config file. Speaks the chat
  * completions and responses protocols natively.
  */
+const PATHS = {
+  chat: "/chat/completions",
+  responses: "/responses",
+  embeddings: "/embeddings",
+  images: "/images/generations",
+  "image-edits": "/images/edits",
+  speech: "/audio/speech",
+  transcriptions: "/audio/transcriptions",
+  translations: "/audio/translations",
+  moderations: "/moderations",
+  files: "/files",
+  batches: "/batches",
+} as Record<string, string>;
+/** The protocols an OpenAI server speaks, and an OpenAI-compatible one by default. */
+const ALL = ["chat", "responses", "embeddings", "images", "image-edits", "speech", "transcriptions", "translations", "moderations", "files", "batches"] as const;
+
 const ConfigSchema = Type.Object({
   apiKey: Type.Optional(Type.String({ description: "Sent as `Authorization: Bearer`; omit for servers without auth (local Ollama)" })),
   baseURL: Type.Optional(Type.String({ default: "https://api.openai.com/v1", description: "Base URL including the version segment, like OPENAI_BASE_URL" })),
   vendor: Type.Optional(Type.String({ description: "Catalog vendor whose models route here with no route configured; default: the instance name" })),
   models: Type.Optional(Type.Array(Type.String(), { description: "Extra model ids served under their own name" })),
-  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("responses"), Type.Literal("embeddings")]), { description: "Protocols this server implements (default all three)" })),
+  serves: Type.Optional(Type.Array(Type.Union(ALL.map((p) => Type.Literal(p))), { description: "Protocols this server implements (default all of them)" })),
   headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Extra headers sent upstream (e.g. OpenAI-Organization)" })),
   generation: Type.Optional(
     Type.Array(Type.Union([Type.Literal("image"), Type.Literal("audio"), Type.Literal("video")]), {
@@ -37,13 +53,13 @@ const ConfigSchema = Type.Object({
   ),
 });
 
-const PATHS = { chat: "/chat/completions", responses: "/responses", embeddings: "/embeddings" } as Record<string, string>;
+
 
 export default definePlugin({
   kind: "model",
   name: "openai",
   description: "OpenAI and OpenAI-compatible servers (chat completions, responses)",
-  serves: ["chat", "responses", "embeddings"],
+  serves: [...ALL],
   catalog: { modelsDev: "openai", prices: "openai" },
   enabledBy: "OPENAI_API_KEY",
   configSchema: ConfigSchema,
@@ -54,7 +70,7 @@ export default definePlugin({
   create(config, ctx): ModelProvider {
     const fixed: Record<string, string> = { "content-type": "application/json", ...(config.headers ?? {}) };
     if (config.apiKey) fixed.authorization = `Bearer ${config.apiKey}`;
-    const serves = config.serves ?? ["chat", "responses", "embeddings"];
+    const serves = config.serves ?? [...ALL];
     const provider = httpProvider({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,

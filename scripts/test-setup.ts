@@ -28,6 +28,10 @@ const NEEDS: Need[] = [
   { packages: ["python3-ipykernel", "python3-jupyter-client"], present: pythonHas("ipykernel, jupyter_client") },
   // What E2B's interpreter has besides: charts (matplotlib) and DataFrame results (pandas).
   { packages: ["python3-matplotlib", "python3-pandas"], present: pythonHas("matplotlib, pandas") },
+  // The interpreter's other languages: TypeScript (and the JavaScript kernel's parser) for
+  // node's kernel, and R's Jupyter kernel.
+  { packages: ["node-typescript"], present: () => existsSync("/usr/share/nodejs/typescript") },
+  { packages: ["r-cran-irkernel"], present: () => existsSync("/usr/share/jupyter/kernels/ir/kernel.json") },
   // Sandbox networks: a namespace per sandbox, its userspace stack and its policy; test hosts.
   { packages: ["iproute2"], present: has("ip") },
   { packages: ["passt"], present: has("pasta") },
@@ -41,6 +45,10 @@ const NEEDS: Need[] = [
   // The container image: an engine, and a base image made without a registry.
   { packages: ["docker.io"], present: () => Bun.which("dockerd") !== null && Bun.which("docker") !== null },
   { packages: ["debootstrap"], present: has("debootstrap") },
+  // Image templates: OCI images copied and made (skopeo, umoci), a local apt repository (dpkg-dev).
+  { packages: ["skopeo"], present: has("skopeo") },
+  { packages: ["umoci"], present: has("umoci") },
+  { packages: ["dpkg-dev"], present: has("dpkg-scanpackages") },
   // The database and Redis servers the tests share (started below when none answers).
   { packages: ["postgresql-client"], present: has("pg_isready") },
   { packages: ["redis-tools"], present: has("redis-cli") },

@@ -10,6 +10,7 @@ import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
 import { e2bDataModule, e2bModule } from "./e2b";
+import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
 import { deploymentsModule } from "./deployments";
@@ -45,9 +46,11 @@ export const routeModules: RouteModule[] = [
   limitsModule,
   gatewayModule,
   eventsModule,
+  templatesModule,
   sandboxesModule,
   e2bModule,
   e2bDataModule,
+  templateUploadsModule,
   agentsModule,
   skillsModule,
   endpointsModule,
@@ -72,7 +75,7 @@ export function createApp(s: Services, modules: RouteModule[] = routeModules) {
   // Modules' front doors first (a sandbox's host name: the sandbox's requests, CORS preflights included).
   let app = new Elysia();
   for (const m of modules) {
-    const front = m.front?.(s);
+    const front = m.front?.(s, core.dispatch);
     if (front) app = app.use(front) as unknown as typeof app;
   }
   // CORS next: a preflight is answered before authentication (it never carries credentials).

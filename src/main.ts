@@ -16,6 +16,7 @@ import { routeModules } from "./app";
 import { scopesProblem } from "./keys/keys";
 import { startServer } from "./server";
 import { failureLine } from "./startup-failure";
+import { templatesCommand, TEMPLATES_USAGE, TemplatesUsageError } from "./templates/cli";
 
 const SCOPES = surfaceScopes(routeModules.flatMap((m) => m.surfaces));
 
@@ -38,6 +39,7 @@ const USAGE = `usage:
                                           change a key's limits
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
+${TEMPLATES_USAGE}
   gateway migrate                         apply database migrations and exit
   gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
@@ -92,6 +94,16 @@ async function main(argv: string[]): Promise<number> {
     server = await startServer(config);
     shutdown(); // a signal that came during start-up
     return -1; // keep running
+  }
+
+  if (command === "templates") {
+    // A client of the running service (builds run its sandboxes): nothing local is opened.
+    try {
+      return await templatesCommand(sub, rest, `http://127.0.0.1:${config.port}`);
+    } catch (e) {
+      if (e instanceof TemplatesUsageError) throw new UsageError(e.message);
+      throw e;
+    }
   }
 
   // Checked before anything is opened, so a typo costs nothing.

@@ -45,6 +45,8 @@ export type {
   ExecSpec,
   FullSandboxBackend,
   Liveness,
+  PauseOptions,
+  ResumeOptions,
   SandboxBackend,
   SandboxCapability,
   SandboxFilesystem,
@@ -57,6 +59,7 @@ export type {
   SandboxUsage,
   SpawnedProcess,
   SpawnSpec,
+  SandboxUser,
 } from "./sandboxes/backend";
 
 export {

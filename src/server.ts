@@ -58,6 +58,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // The CLI on this machine finds the running service here (keys/local-admin.ts); written
   // once the service answers, so a CLI that finds it can use it.
   if (services.localAdminToken) writeAdminEndpoint(config.dataDir, { url, token: services.localAdminToken, pid: process.pid });
+  for (const hook of services.onListening) await hook(url);
   services.log.info("listening", { url, port: server.port, database: services.database.kind });
   if (created) {
     services.log.info("created organization 'default' and a first API key", { organizationId: created.organizationId });

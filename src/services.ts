@@ -36,6 +36,8 @@ export interface Services {
   afterAuth: AfterAuthHook[];
   /** Run at shutdown, after the server stopped accepting requests, before the database closes. */
   onShutdown: (() => Promise<void> | void)[];
+  /** Run once the server listens, with the URL it answers on (a sandbox node registers its address). */
+  onListening: ((url: string) => Promise<void> | void)[];
   close(): Promise<void>;
 }
 
@@ -83,6 +85,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     surfaces: new SurfaceTable(),
     afterAuth: [],
     onShutdown: [],
+    onListening: [],
     async close() {
       await authCache.stop();
       for (const hook of services.onShutdown.reverse()) await hook();

@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -16,8 +16,11 @@ import { Relays } from "./network/relays";
 import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
+import type { LayerStore } from "../../src/templates/layers";
+import { maxLayers, rootsOf, sweepOrphanRoots, unmountSandbox } from "./rootfs";
 import { killUnfinished, type Started, startSandbox } from "./start";
-import { HOST_ID, joinCgroupArgs, type LocalState } from "./state";
+import { HOST_ID, joinCgroupArgs, type LocalState, sameMachine } from "./state";
+import { archiveWritable, RESTORE_COMMAND } from "./writable-state";
 
 export interface LocalLimits {
   /** Processes per sandbox uid (RLIMIT_NPROC); the pids cgroup limit is the template's `pids`. */
@@ -49,6 +52,8 @@ export interface LocalOptions {
   log: Logger;
   /** Host admission: what this host's sandboxes may commit together (host-memory.ts). */
   hostMemory: HostMemory;
+  /** Image templates' layers (DATA_DIR/templates/layers); without it, templates naming layers or an image are unavailable. */
+  layers?: LayerStore;
   /** Sandboxes get a network namespace each (network/); undefined under SANDBOX_NETWORK=off: none has a network. */
   network?: { upstreams: Upstream[]; operatorAllow: Cidr[] };
 }
@@ -61,6 +66,7 @@ const HOST_TOOLS: [string, string][] = [
   ["nsenter", "util-linux"],
   ["setpriv", "util-linux"],
   ["prlimit", "util-linux"],
+  ["unshare", "util-linux"],
 ];
 
 /**
@@ -71,6 +77,8 @@ const HOST_TOOLS: [string, string][] = [
  * each time, which keeps a command round trip to a few milliseconds.
  */
 export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, SandboxNetworking {
+  /** Its sandboxes are this process's (cgroups under its data directory's parent group): the service makes it a sandbox node. */
+  readonly nodeLocal = true;
   /**
    * The service must run as root: it gives each sandbox its own host uid, it joins
    * sandbox namespaces that bwrap creates under two nested user namespaces (the inner one
@@ -83,10 +91,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
   private readonly net: LocalNetworks | undefined;
   private readonly relays = new Relays();
+  /** Images of CONFIG_FILE templates (`image`), imported once on first use. */
+  private readonly imports = new Map<string, { done: Promise<ImportedLayers>; failed?: string }>();
 
   constructor(private readonly opts: LocalOptions) {
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
-    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s) });
+    this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s).catch((e) => opts.log.warn("warm sandbox not destroyed", { sandbox: dir, err: e })) });
   }
 
   /** Per-sandbox cgroups, set up once (the first call logs which hierarchy, or why none). */
@@ -142,6 +152,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (!path) return `template ${template.id} is unavailable: ${name === "claude" ? CLAUDE_CODE_MISSING : `'${name}' was not found on the host`}`;
       if (!existsSync(path)) return `template ${template.id} is unavailable: '${path}' (program ${name}) does not exist on the host`;
     }
+    if (template.layers || template.image) {
+      if (!this.opts.layers) return `template ${template.id} is unavailable: this service has no layer store for image templates`;
+      const failed = template.image && this.imports.get(template.image)?.failed;
+      if (failed) return `template ${template.id} is unavailable: importing its image failed: ${failed}`;
+      if (template.layers) {
+        const missing = this.opts.layers.missing(template.layers);
+        if (missing.length) return `template ${template.id} is unavailable: ${missing.length} of its layers are not stored (first: ${missing[0]}); import or build it again`;
+        const max = maxLayers();
+        if (template.layers.length > max) return `template ${template.id} is unavailable: it has ${template.layers.length} layers, more than the ${max} a sandbox root can stack here`;
+      }
+    }
     for (const program of template.requires ?? []) {
       if (!Bun.which(program, { PATH: SANDBOX_PATH })) {
         return `template ${template.id} is unavailable: '${program}' is not installed on the host (Debian package '${program}')`;
@@ -178,22 +199,82 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
         this.opts.hostMemory.release(spec.sandboxId);
         throw e;
       }));
-    // Its rules are in force before its first command runs.
-    if (this.net) await this.net.apply(spec.sandboxId, dir, this.cgroupJoin(started.state), spec.network ?? NO_EGRESS).catch(async (e) => {
-      started.discard();
-      await this.destroyDir(spec.sandboxId, started.state);
-      throw e;
-    });
-    // From here on the sandbox outlives the service.
-    started.release();
+    await this.settle(spec.sandboxId, started, spec.network, spec.fromSnapshot ? this.snapshotPath(spec.fromSnapshot) : undefined);
     this.pool.refill(spec.template);
-    return started.state;
+    return { ...started.state, root: this.opts.root };
   }
 
-  private start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+  /**
+   * The last steps of a start: its egress rules, then the files it starts with (a
+   * snapshot's, or its own from before a pause), then its release; on a failure the new
+   * sandbox is destroyed.
+   */
+  private async settle(id: string, started: Started, network: EgressRules | undefined, files: string | undefined): Promise<void> {
+    try {
+      // Its rules are in force before its first command runs.
+      if (this.net) await this.net.apply(id, join(this.opts.root, id), this.cgroupJoin(started.state), network ?? NO_EGRESS);
+      if (files) await this.restore(id, started.state, files);
+    } catch (e) {
+      started.discard();
+      await this.destroyDir(id, started.state);
+      throw e;
+    }
+    // From here on the sandbox outlives the service.
+    started.release();
+  }
+
+  /** Unpacks an archive of writable state (writable-state.ts) inside the sandbox, as its user. */
+  private async restore(id: string, s: LocalState, archive: string): Promise<void> {
+    if (!existsSync(archive)) throw new BackendError(404, `the files of ${id}'s snapshot are gone from this host`);
+    const proc = Bun.spawn(this.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv(s, {}) });
+    const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    if (code !== 0) throw new BackendError(507, `restoring the sandbox's files failed (its disk size may be smaller than the files): ${err.trim().slice(0, 500) || `tar exited ${code}`}`);
+  }
+
+  /** Where a paused sandbox's files are kept: outside its directory, which a pause to disk removes. */
+  private pausedPath(id: string): string {
+    return join(this.opts.root, ".paused", `${id}.tar`);
+  }
+
+  private snapshotPath(snapshotId: string): string {
+    if (!/^[a-z0-9_]{1,64}$/.test(snapshotId)) throw new BackendError(400, "invalid snapshot id");
+    return join(this.opts.root, ".snapshots", `${snapshotId}.tar`);
+  }
+
+  private async start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
     const net = this.net;
     const network = net && { prepare: (dir: string) => net.prepare(dir), discard: (dir: string) => net.release(dirName, dir) };
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), cgroups: this.cgroups, network });
+    const image = await this.imageOf(template);
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: image.layers.map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
+  }
+
+  /**
+   * An image template's layers and environment: its own `layers`, or its `image` imported
+   * on first use (one import per image however many sandboxes wait for it, progress in
+   * the service log). Undefined for a host-/usr template.
+   */
+  private async imageOf(t: LocalTemplate): Promise<ImportedLayers | undefined> {
+    const store = this.opts.layers;
+    if (t.layers) return { layers: t.layers, env: t.imageConfig?.env ?? {} };
+    if (!t.image || !store) return undefined;
+    const source = t.image;
+    let entry = this.imports.get(source);
+    if (!entry) {
+      const log = this.opts.log;
+      const record: { done: Promise<ImportedLayers>; failed?: string } = {
+        done: store
+          .importImage(source, { progress: (line) => log.info(`template ${t.id}: ${line}`) })
+          .then((img) => ({ layers: img.layers, env: img.config.env }))
+          .catch((e: Error) => {
+            record.failed = e.message;
+            log.error(`template ${t.id}: importing its image failed`, { error: e.message });
+            throw new BackendError(503, `template ${t.id} is unavailable: importing its image failed: ${e.message}`);
+          }),
+      };
+      entry = record;
+      this.imports.set(source, entry);
+    }
+    return entry.done;
   }
 
   /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
@@ -202,6 +283,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     this.net?.close();
     // Sandboxes outlive the service and keep the parent group; an empty one goes.
     this.cgroupState?.cgroups?.removeParentIfEmpty();
+    // Likewise the directory of image sandboxes' roots (rmdir: only when none is left).
+    try {
+      rmdirSync(rootsOf(this.opts.root));
+    } catch {
+      // Missing, or image sandboxes still run.
+    }
   }
 
   private async destroyDir(dir: string, s: LocalState): Promise<void> {
@@ -209,12 +296,21 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     // The cgroup holds every process of the sandbox, including any that escaped its pid
     // namespace's init (there are none by design, but the group is the ground truth).
     if (s.cgroup && this.cgroups) await this.cgroups.destroy(s.cgroup);
-    else if (procStat(s.initPid)?.startTime === s.initStart) {
-      signal(s.initPid, "SIGKILL");
-      for (let i = 0; i < 200 && procStat(s.initPid)?.startTime === s.initStart && procStat(s.initPid)?.state !== "Z"; i++) await Bun.sleep(5);
-    }
+    else if (procStat(s.initPid)?.startTime === s.initStart) signal(s.initPid, "SIGKILL");
+    // An empty cgroup is not yet a gone sandbox: its pid namespace's init leaves only once
+    // the kernel reaped every process of the namespace (it sleeps in exit meanwhile). A
+    // destroy reports success only when the init is gone too, so `stopped` is the truth;
+    // otherwise it fails, and is retried.
+    const initAlive = () => {
+      const st = procStat(s.initPid);
+      return !!st && st.startTime === s.initStart && st.state !== "Z" && st.state !== "X";
+    };
+    for (let i = 0; i < 400 && initAlive(); i++) await Bun.sleep(5);
+    if (initAlive()) throw new Error(`sandbox ${dir}: its init process ${s.initPid} has not exited 2 s after its processes were killed`);
     this.relays.forget(dir);
     await this.net?.release(dir, join(this.opts.root, dir));
+    // An image sandbox's root and layer mounts go first: a recursive removal never crosses a mount.
+    if (!unmountSandbox(join(this.opts.root, dir))) throw new Error(`sandbox ${dir}: its root file system could not be unmounted; its directory is kept`);
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 
@@ -241,10 +337,20 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private live(id: string, state: BackendState): LocalState {
     const s = state as LocalState;
     if (s.host !== HOST_ID) throw new BackendError(409, `sandbox ${id} runs on another host (${s.host.split("/")[0]}); use the service there`);
+    if (!this.ours(s)) throw new BackendError(409, `sandbox ${id} belongs to another service's data directory on this host; use the service there`);
     const st = procStat(s.initPid);
     // A zombie init (killed, not yet reaped) is as gone as a missing one.
     if (!st || st.startTime !== s.initStart || st.state === "Z" || st.state === "X") throw new BackendError(409, `sandbox ${id} is no longer running on this host`);
     return s;
+  }
+
+  /**
+   * Whether a sandbox of this host is this service's: two services on one host (other
+   * DATA_DIRs) have parent cgroups of their own and must not touch each other's.
+   * States written before `root` existed are this host's only service's.
+   */
+  private ours(s: LocalState): boolean {
+    return s.root === undefined || s.root === this.opts.root;
   }
 
   /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
@@ -252,8 +358,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : [], pwd);
   }
 
-  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user. */
-  private enterArgs(s: LocalState, command: string[]): string[] {
+  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user (or root, in an image sandbox). */
+  private enterArgs(s: LocalState, command: string[], user: SandboxUser = "user"): string[] {
+    // Threat: root of a host-/usr sandbox. Its user namespace maps one id only; there is no root inside to be.
+    if (user === "root" && s.idBase === undefined) throw new BackendError(400, "user 'root' needs a sandbox of an image template: a host-/usr template's sandbox has its one user only");
+    const id = String(user === "root" ? 0 : SANDBOX_UID);
     return [
       // nsenter --wd starts the command in pid 1's directory, the sandbox's home.
       ...this.cgroupJoin(s, SANDBOX_HOME),
@@ -262,7 +371,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       ...this.limitArgs(s.resources),
       this.tool("nsenter"), "-t", String(s.initPid),
       "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
-      "--setuid", String(SANDBOX_UID), "--setgid", String(SANDBOX_UID),
+      "--setuid", id, "--setgid", id,
       "--",
       ...command,
     ];
@@ -273,7 +382,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const max = this.opts.limits.outputBytes;
     const cg = s.cgroup ? this.cgroups : undefined;
     const ooms = cg ? cg.oomKills(s.cgroup!) : 0;
-    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args]), env: sandboxEnv(spec.envVars), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
+    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args], spec.user), env: sandboxEnv(s, spec.envVars, spec.user), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
     let stdout = new TextDecoder().decode(r.stdout);
     let stderr = new TextDecoder().decode(r.stderr);
     if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
@@ -288,8 +397,9 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   spawn(id: string, state: BackendState, spec: SpawnSpec): SpawnedProcess {
     const s = this.live(id, state);
     // The working directory is entered inside the sandbox, where only its own view of the file system exists.
-    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || SANDBOX_HOME, ...spec.argv];
-    return spawnStreaming(this.enterArgs(s, argv), sandboxEnv(spec.env), s.pidNs);
+    const home = spec.user === "root" ? "/root" : SANDBOX_HOME;
+    const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || home, ...spec.argv];
+    return spawnStreaming(this.enterArgs(s, argv, spec.user), sandboxEnv(s, spec.env, spec.user), s.pidNs);
   }
 
   usage(_id: string, state: BackendState): SandboxUsage | undefined {
@@ -324,7 +434,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return (script, args, opts = {}) =>
       runCaptured({
         argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
-        env: sandboxEnv({}),
+        env: sandboxEnv(s, {}),
         pidNs: s.pidNs,
         timeoutMs: 30_000,
         maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
@@ -351,31 +461,132 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   /**
    * Pause freezes the sandbox's cgroup: every process stops at once, forks included,
    * and none of them sees a signal (SIGSTOP would be visible to a parent as a stopped
-   * child). Memory and files stay as they are. Without cgroups: SIGSTOP to each process.
+   * child). Without cgroups: SIGSTOP to each process. Then its files go to disk, so
+   * that the pause outlives a host reboot (the processes do not: see the README).
+   * keepMemory false ends the processes once the files are written: a resume starts
+   * the sandbox again with them.
    */
-  async pause(id: string, state: BackendState): Promise<void> {
+  async pause(id: string, state: BackendState, opts: PauseOptions = { keepMemory: true }): Promise<BackendState> {
     const s = this.live(id, state);
+    if (!opts.keepMemory) refuseImageFiles(s, "a pause that ends its processes");
+    await this.freeze(id, s);
+    try {
+      await archiveWritable(this.tool("tar"), s.initPid, this.pausedPath(id));
+    } catch (e) {
+      this.thaw(s);
+      throw e;
+    }
+    if (opts.keepMemory) return s;
+    await this.destroyDir(id, s);
+    return { ...s, onDisk: true };
+  }
+
+  private async freeze(id: string, s: LocalState): Promise<void> {
     if (s.cgroup && this.cgroups) return this.cgroups.freeze(s.cgroup);
     await pauseBySignals(id, s.pidNs);
   }
 
-  async resume(id: string, state: BackendState): Promise<void> {
-    const s = this.live(id, state);
+  private thaw(s: LocalState): void {
     if (s.cgroup && this.cgroups) this.cgroups.thaw(s.cgroup);
     else resumeBySignals(s.pidNs);
   }
 
+  /**
+   * Thaws the kept processes; when there are none (paused to disk, a host reboot since,
+   * or `reboot` asked), starts the sandbox again from its template with the files it
+   * had, under the same id, and returns its new state.
+   */
+  async resume(id: string, state: BackendState, _timeoutSec: number, opts?: ResumeOptions): Promise<BackendState> {
+    const s = state as LocalState;
+    const archive = this.pausedPath(id);
+    const kept = !s.onDisk && s.host === HOST_ID && this.running(s);
+    if (kept && !opts?.reboot) {
+      this.thaw(s);
+      // From now on the processes change the files; the copy on disk is stale.
+      rmSync(archive, { force: true });
+      return s;
+    }
+    if (!existsSync(archive)) throw new BackendError(409, `sandbox ${id} is no longer on this host: its processes and its files are gone`);
+    if (!opts) throw new BackendError(409, `sandbox ${id} must be started again from its files, which needs its template`);
+    if (!sameMachine(s.host)) throw new BackendError(409, `sandbox ${id} was paused on another host (${s.host.split("/")[0]}); use the service there`);
+    // What is left of it: kept processes (a reboot was asked), or a directory from before a host reboot.
+    if (existsSync(join(this.opts.root, id))) await this.destroyDir(id, s);
+    const template = opts.template as LocalTemplate;
+    const resources = s.resources ?? this.templateResources(template);
+    this.pool.admit(id, resources.memoryMB, template.id, undefined);
+    const started = await this.start(template, id, resources).catch((e) => {
+      this.opts.hostMemory.release(id);
+      throw e;
+    });
+    await this.settle(id, started, opts.network, archive);
+    rmSync(archive, { force: true });
+    return started.state;
+  }
+
+  /**
+   * Copies a sandbox's files as a snapshot: a running one is frozen for the copy, so the
+   * snapshot is one moment of it; a paused one's files are those it was paused with.
+   */
+  async snapshot(id: string, state: BackendState, snapshotId: string): Promise<number> {
+    const dest = this.snapshotPath(snapshotId);
+    const s = state as LocalState;
+    const paused = this.pausedPath(id);
+    if (s.onDisk || (s.host !== HOST_ID && existsSync(paused))) {
+      mkdirSync(join(this.opts.root, ".snapshots"), { recursive: true, mode: 0o700 });
+      copyFileSync(paused, `${dest}.partial`);
+      renameSync(`${dest}.partial`, dest);
+      return Bun.file(dest).size;
+    }
+    const live = this.live(id, state);
+    refuseImageFiles(live, "a snapshot");
+    const wasFrozen = live.cgroup && this.cgroups ? this.cgroups.frozen(live.cgroup) : procStat(live.initPid)?.state === "T";
+    if (!wasFrozen) await this.freeze(id, live);
+    try {
+      return await archiveWritable(this.tool("tar"), live.initPid, dest);
+    } finally {
+      if (!wasFrozen) this.thaw(live);
+    }
+  }
+
+  async deleteSnapshot(snapshotId: string): Promise<void> {
+    rmSync(this.snapshotPath(snapshotId), { force: true });
+  }
+
+  async sweepSnapshots(keep: Set<string>): Promise<void> {
+    const dir = join(this.opts.root, ".snapshots");
+    for (const file of existsSync(dir) ? readdirSync(dir) : []) {
+      if (file.endsWith(".tar") && keep.has(file.slice(0, -4))) continue;
+      this.opts.log.warn("removing leftover snapshot file", { file });
+      rmSync(join(dir, file), { force: true });
+    }
+  }
+
+  private running(s: LocalState): boolean {
+    const st = procStat(s.initPid);
+    return !!st && st.startTime === s.initStart && st.state !== "Z" && st.state !== "X";
+  }
+
   async destroy(id: string, state: BackendState): Promise<void> {
     const s = state as LocalState;
+    rmSync(this.pausedPath(id), { force: true });
+    // Paused to disk, or paused before a reboot of this host: its files were all there was.
+    if (s.onDisk || (s.host && s.host !== HOST_ID && sameMachine(s.host))) return;
     if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
+    if (!this.ours(s)) throw new Error(`sandbox ${id} belongs to another service's data directory on this host (${s.root}); not destroyed from here`);
     // Killing a pid namespace's init kills every process in the namespace; the cgroup's
     // kill covers the rest.
     await this.destroyDir(id, s);
   }
 
-  async liveness(_id: string, state: BackendState): Promise<Liveness> {
+  async liveness(id: string, state: BackendState): Promise<Liveness> {
     const s = state as LocalState;
-    if (s.host !== HOST_ID) return "foreign";
+    // Paused with its files on this host's disk: it resumes from them, whatever became of its processes.
+    const onDisk = existsSync(this.pausedPath(id)) && sameMachine(s.host);
+    if (s.onDisk) return onDisk ? "paused" : "gone";
+    if (s.host !== HOST_ID) return onDisk ? "paused" : "foreign";
+    // Another service's data directory on this host (another sandbox node): not ours to judge.
+    if (!this.ours(s)) return "foreign";
+    if (!this.running(s) && onDisk) return "paused";
     const st = procStat(s.initPid);
     if (!st || st.startTime !== s.initStart || st.state === "Z") return "gone";
     if (s.cgroup && this.cgroups) return this.cgroups.frozen(s.cgroup) ? "paused" : "running";
@@ -390,6 +601,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       if (!(name.startsWith("sbx_") || name.startsWith("pool_"))) continue;
       const state = readState(join(this.opts.root, name));
       if (liveIds.has(name)) {
+        // Paused, its processes gone (a host reboot), its files on disk: what is left of it goes; a resume starts it again.
+        if (state && !this.running(state) && existsSync(this.pausedPath(name))) {
+          await this.destroyDir(name, state);
+          continue;
+        }
         if (state?.cgroup) keepGroups.add(state.cgroup);
         // The host ledger is per process: rebuilt from what still runs here.
         if (state?.host === HOST_ID) this.opts.hostMemory.force(name, state.resources?.memoryMB ?? this.opts.defaultResources.memoryMB);
@@ -399,6 +615,16 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
       if (!state) killUnfinished(join(this.opts.root, name));
       await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
+    }
+    // Image sandboxes' roots whose directory is gone (likewise).
+    const dirs = existsSync(this.opts.root) ? readdirSync(this.opts.root).map((n) => join(this.opts.root, n)) : [];
+    const orphans = sweepOrphanRoots(this.opts.root, dirs);
+    if (orphans) this.opts.log.warn("removed leftover sandbox root mounts", { count: orphans });
+    // Files of paused sandboxes that are no longer live (a crash between a kill's commit and its destroy).
+    const pausedDir = join(this.opts.root, ".paused");
+    for (const file of existsSync(pausedDir) ? readdirSync(pausedDir) : []) {
+      if (liveIds.has(file.replace(/\.tar(\.partial)?$/, "")) && !file.endsWith(".partial")) continue;
+      rmSync(join(pausedDir, file), { force: true });
     }
     // Groups whose directory is gone (a crash between the two removals).
     const cg = this.cgroups;
@@ -420,6 +646,15 @@ function sameResources(a: SandboxResources | undefined, b: SandboxResources): bo
   return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
 }
 
+/**
+ * The archive of a sandbox's files (writable-state.ts) holds its writable places, not an
+ * image sandbox's root file system: its upper layer (rootfs.ts upperDir) is not in it yet.
+ * Refused rather than restarting it without what root wrote (installed packages).
+ */
+function refuseImageFiles(s: LocalState, what: string): void {
+  if (s.idBase !== undefined) throw new BackendError(400, `${what} is not available yet for a sandbox of an image template: its root file system's changes would be lost; pause it keeping its memory`);
+}
+
 function readState(dir: string): LocalState | undefined {
   try {
     return JSON.parse(readFileSync(join(dir, "state.json"), "utf8"));
@@ -428,7 +663,15 @@ function readState(dir: string): LocalState | undefined {
   }
 }
 
-/** The environment of a command: the sandbox's defaults, then the sandbox's envVars. */
-function sandboxEnv(envVars: Record<string, string>): Record<string, string> {
-  return { HOME: SANDBOX_HOME, PATH: SANDBOX_PATH, USER: "user", LANG: "C.UTF-8", PWD: SANDBOX_HOME, ...envVars };
+/** The environment of a command: the sandbox's defaults, its image's environment, then the sandbox's envVars. */
+function sandboxEnv(s: LocalState, envVars: Record<string, string>, user: SandboxUser = "user"): Record<string, string> {
+  const home = user === "root" ? "/root" : SANDBOX_HOME;
+  return { HOME: home, PATH: SANDBOX_PATH, USER: user, LANG: "C.UTF-8", PWD: home, ...s.imageEnv, ...envVars };
+}
+
+/** What an image template's sandbox is started with. */
+interface ImportedLayers {
+  /** Layer digests, bottom first. */
+  layers: string[];
+  env: Record<string, string>;
 }

@@ -4,6 +4,7 @@ import { LocalBackend, type LocalLimits } from "./backend";
 import { HostMemory } from "./host-memory";
 import { parseUpstreams, systemUpstreams } from "./network/upstream";
 import { localTemplateFields } from "./template";
+import { LayerStore } from "../../src/templates/layers";
 
 /**
  * Sandboxes on this host, isolated with bubblewrap (Linux namespaces) - the embedded
@@ -69,6 +70,7 @@ export default definePlugin({
       // Checked at start-up (src/settings/providers.ts); a ceiling per sandbox, so over 1 is overcommit.
       hostMemory: HostMemory.ofHost(Number(ctx.env.SANDBOX_HOST_MEMORY_SHARE?.trim() || 1.5)),
       log: ctx.log,
+      layers: new LayerStore(ctx.dataDir),
       path: config.toolPath ?? ctx.env.PATH,
       // SANDBOX_NETWORK=off: no namespace, no pasta; every sandbox has its loopback only.
       network:

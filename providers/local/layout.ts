@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LocalTemplate } from "./template";
@@ -47,6 +48,8 @@ export function prepareSandboxDir(root: string, id: string): { dir: string; etc:
   writeFileSync(join(etc, "hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n", { mode: 0o644 });
   // The sandbox's resolver (pasta forwards its 127.0.0.1:53 to the service); without a network nothing answers there.
   writeFileSync(join(etc, "resolv.conf"), "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n", { mode: 0o644 });
+  // Shown as /proc/sys/kernel/random/boot_id inside (start.ts).
+  writeFileSync(join(etc, "boot_id"), `${randomUUID()}\n`, { mode: 0o644 });
   return { dir, etc };
 }
 

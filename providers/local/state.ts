@@ -14,8 +14,16 @@ export interface LocalState extends BackendState {
   host: string;
   /** Its cgroup's name under the service's parent group; absent when running without cgroups. */
   cgroup?: string;
+  /** The sandbox root (DATA_DIR/sandboxes) of the service that made it: a host runs several services' sandboxes. */
+  root?: string;
+  /** Image templates: host id its ids 0..65535 start at (root inside is this host id; its user, hostUid, is idBase + 1000). */
+  idBase?: number;
+  /** Image templates: the image's environment (Env), under each command's own. */
+  imageEnv?: Record<string, string>;
   /** The limits it runs with. */
   resources?: SandboxResources;
+  /** Paused to disk: no processes, only its files (DATA_DIR/sandboxes/.paused/<id>.tar). */
+  onDisk?: boolean;
 }
 
 export function safeRead(path: string): string {
@@ -28,6 +36,11 @@ export function safeRead(path: string): string {
 
 /** This host and boot; a sandbox state from another one is not ours. */
 export const HOST_ID = `${hostname()}/${safeRead("/proc/sys/kernel/random/boot_id").trim()}`;
+
+/** This host, in this boot or an earlier one (its files on disk are ours; its pids mean nothing). */
+export function sameMachine(host: string | undefined): boolean {
+  return !!host && host.split("/")[0] === HOST_ID.split("/")[0];
+}
 
 /**
  * argv prefix that moves itself into the given cgroup files, then execs the rest. Threat:

@@ -12,6 +12,28 @@ export const localTemplateFields = {
    * saying so.
    */
   programs: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z0-9._+-]+$" }), Type.Union([Type.String({ pattern: "^/" }), Type.Null()]))),
+  /**
+   * An image template's root: stored layer digests (src/templates/layers.ts), bottom to
+   * top, mounted as the lower directories of the sandbox's overlay root instead of the
+   * host's /usr (`mounts` is then ignored). Set by the image import or a template build.
+   */
+  layers: Type.Optional(Type.Array(Type.String({ pattern: "^[0-9a-f]{64}$" }), { minItems: 1, maxItems: 128 })),
+  /**
+   * An image to import on first use (CONFIG_FILE), in skopeo's syntax: oci-archive:/path,
+   * oci:/dir, docker-archive:/path, docker-daemon:name:tag, docker://registry/name:tag.
+   * Its layers and configuration then fill `layers` and `imageConfig`.
+   */
+  image: Type.Optional(Type.String({ pattern: "^(oci-archive:|oci:|docker-archive:|docker-daemon:|docker://)" })),
+  /** The image's configuration: environment, working directory, user, start command. */
+  imageConfig: Type.Optional(
+    Type.Object({
+      env: Type.Record(Type.String(), Type.String()),
+      workdir: Type.Optional(Type.String({ pattern: "^/" })),
+      user: Type.Optional(Type.String()),
+      cmd: Type.Optional(Type.Array(Type.String())),
+      entrypoint: Type.Optional(Type.Array(Type.String())),
+    }),
+  ),
 };
 
 export type LocalTemplateFields = TemplateFieldsOf<typeof localTemplateFields>;

@@ -5,6 +5,8 @@ import { ApiError } from "../http/errors";
 import type { RouteModule } from "../http/route-module";
 import type { Surface } from "../http/surfaces";
 import type { Services } from "../services";
+import { usageMeterFor } from "../metering";
+import { BudgetLeases } from "./leases";
 import { OrgBudgets } from "./org-budgets";
 import { limitReached } from "./period";
 
@@ -20,6 +22,18 @@ export function orgBudgetsFor(s: Services): OrgBudgets {
     orgBudgets.set(s, b);
   }
   return b;
+}
+
+const budgetLeases = new WeakMap<Services, BudgetLeases>();
+
+/** This process's budget leases (src/budgets/leases.ts; renewed and given back by budgetsModule). */
+export function leasesFor(s: Services): BudgetLeases {
+  let l = budgetLeases.get(s);
+  if (!l) {
+    l = new BudgetLeases(s.db, s.log, () => clockOf(s).now().getTime());
+    budgetLeases.set(s, l);
+  }
+  return l;
 }
 
 /**
@@ -43,7 +57,8 @@ export function checkBudgets(s: Services, auth: AuthContext, surface: Surface): 
  * Budgets: a first check after authentication, before the body is read, against the spend
  * the usage meter wrote (src/metering/meter.ts), refuses a budget already spent at the cost of
  * a Map lookup. What makes a limit hold under concurrency is the hold each model request
- * takes before it is forwarded (src/gateway/admission.ts, hold.ts).
+ * takes before it is forwarded (src/gateway/admission.ts), against the budget this process
+ * leased (leases.ts).
  */
 export const budgetsModule: RouteModule = {
   surfaces: [],
@@ -51,7 +66,15 @@ export const budgetsModule: RouteModule = {
   async start(s) {
     const budgets = orgBudgetsFor(s);
     await budgets.start();
+    const leases = leasesFor(s);
+    leases.start();
     s.afterAuth.push((auth, surface) => checkBudgets(s, auth, surface));
-    return () => budgets.stop();
+    return async () => {
+      await budgets.stop();
+      // Shutdown hooks run in reverse order of start, so this one runs before the usage
+      // meter's own drain: drain it here first, so what is given back is really unused.
+      await usageMeterFor(s).flush();
+      await leases.stop();
+    };
   },
 };

@@ -12,3 +12,5 @@ export * from "../deployments/schema";
 export * from "../generation/schema";
 export * from "../e2b/schema";
 export * from "../sandboxes/quota-schema";
+export * from "../sandboxes/node-schema";
+export * from "../templates/schema";

@@ -3,7 +3,7 @@ import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import type { NetworkRequest } from "../sandboxes/network";
 import type { SandboxNetworks } from "../sandboxes/network-service";
-import type { SandboxRow } from "../sandboxes/schema";
+import type { SandboxLifecycleOptions, SandboxRow, SnapshotRow } from "../sandboxes/schema";
 import { CLIENT_ID, type SandboxService } from "../sandboxes/service";
 import { resolveResources } from "../sandboxes/templates";
 import { type AccessTokens, trafficToken } from "./access-token";
@@ -18,9 +18,11 @@ import { type MetricsSampler } from "./metrics";
  */
 
 /** The envd version the data plane answers as; the SDKs gate features on it. */
-export const ENVD_VERSION = "0.5.7";
+export const ENVD_VERSION = "0.6.4";
 const MAX_TIMEOUT_SEC = 86_400;
 const MAX_PAGE = 100;
+const MAX_FORKS = 16;
+const SNAPSHOT_NAME = /^[A-Za-z0-9._/-]{1,128}$/;
 
 /** E2B's template names for the templates we ship under other ids. */
 const TEMPLATE_ALIASES: Record<string, string> = { "code-interpreter-v1": "code_interpreter", "code-interpreter": "code_interpreter" };
@@ -73,6 +75,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       allowInternetAccess: row.network?.allowInternetAccess ?? null,
       ...(row.network ? { network: { allowOut: row.network.allowOut, denyOut: row.network.denyOut, allowPublicTraffic: row.network.allowPublicTraffic, ...(row.network.maskRequestHost ? { maskRequestHost: row.network.maskRequestHost } : {}) } } : {}),
       volumeMounts: [],
+      lifecycle: { onTimeout: row.lifecycle?.onTimeout ?? "kill", autoResume: row.lifecycle?.autoResume ?? false },
     };
   };
 
@@ -97,9 +100,13 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
         metadata: stringMap("metadata", body.metadata),
         envVars: stringMap("envVars", body.envVars),
         network: networkOf(body),
+        lifecycle: lifecycleOf(body),
       }),
     );
   };
+
+  /** E2B's snapshot as its API answers it: the id a create takes, and the names it can be found by. */
+  const snapshotJson = (s: SnapshotRow) => ({ snapshotID: s.id, names: s.name ? [s.name] : [] });
 
   const createBody = t.Object(
     {
@@ -109,6 +116,9 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       envVars: t.Optional(t.Unknown()),
       allow_internet_access: t.Optional(t.Unknown()),
       network: t.Optional(t.Unknown()),
+      autoPause: t.Optional(t.Unknown()),
+      autoPauseMemory: t.Optional(t.Unknown()),
+      autoResume: t.Optional(t.Unknown()),
     },
     { additionalProperties: true },
   );
@@ -184,13 +194,11 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       "/sandboxes/:id/pause",
       async ({ auth, params, body, set }) => {
         await live(auth.organizationId, params.id);
-        // E2B's `memory: false` (the SDK's keepMemory: false) asks for a filesystem-only pause
-        // whose resume cold-boots the sandbox. Pausing here always keeps memory, so doing that
-        // silently would resume processes the caller expects gone: refused instead.
+        // E2B's `memory: false` (the SDK's keepMemory: false): a filesystem-only pause; the
+        // processes end and a resume starts the sandbox again with its files.
         const memory = (body as { memory?: unknown } | null | undefined)?.memory;
         if (memory !== undefined && memory !== null && typeof memory !== "boolean") throw new ApiError(400, "memory must be a boolean");
-        if (memory === false) throw new ApiError(400, "pause with keepMemory: false (a filesystem-only pause that reboots on resume) is not supported: pauses here keep memory; omit keepMemory, or kill the sandbox");
-        await sandboxes.pause(auth.organizationId, params.id);
+        await sandboxes.pause(auth.organizationId, params.id, { keepMemory: memory !== false });
         set.status = 204;
         return null;
       },
@@ -206,14 +214,53 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       },
       { body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })), detail: hide },
     )
-    .post("/sandboxes/:id/connect", async ({ auth, params, body, set }) => connect(auth.organizationId, params.id, body?.timeout, set), {
-      body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })),
+    .post("/sandboxes/:id/connect", async ({ auth, params, body, set }) => connect(auth.organizationId, params.id, body?.timeout, body?.memory, set), {
+      body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()), memory: t.Optional(t.Unknown()) }, { additionalProperties: true })),
       detail: hide,
     })
-    .post("/v2/sandboxes/:id/connect", async ({ auth, params, body, set }) => connect(auth.organizationId, params.id, body?.timeout, set), {
-      body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()) }, { additionalProperties: true })),
+    .post("/v2/sandboxes/:id/connect", async ({ auth, params, body, set }) => connect(auth.organizationId, params.id, body?.timeout, body?.memory, set), {
+      body: t.Optional(t.Object({ timeout: t.Optional(t.Unknown()), memory: t.Optional(t.Unknown()) }, { additionalProperties: true })),
       detail: hide,
     })
+    .post(
+      "/sandboxes/:id/snapshots",
+      async ({ auth, params, body, set }) => {
+        await live(auth.organizationId, params.id);
+        const name = (body as { name?: unknown } | null | undefined)?.name;
+        if (name !== undefined && name !== null && (typeof name !== "string" || !SNAPSHOT_NAME.test(name))) throw new ApiError(400, "name must be 1 to 128 letters, digits, '.', '_', '-' or '/'");
+        set.status = 201;
+        return snapshotJson(await sandboxes.createSnapshot(auth.organizationId, params.id, (name as string | null | undefined) ?? undefined));
+      },
+      { body: t.Optional(t.Unknown()), detail: hide },
+    )
+    .get(
+      "/snapshots",
+      async ({ auth, query, set }) => {
+        const limit = query.limit === undefined ? MAX_PAGE : Number(query.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ApiError(400, `limit must be an integer from 1 to ${MAX_PAGE}`);
+        let rows = await sandboxes.listSnapshots(auth.organizationId, { sandboxId: query.sandboxID || undefined, name: query.name || undefined });
+        // The cursor is the last id of the previous page; ids sort by creation time.
+        if (query.nextToken) rows = rows.filter((r) => r.id < query.nextToken!);
+        const page = rows.slice(0, limit);
+        if (rows.length > limit) set.headers["x-next-token"] = page[page.length - 1].id;
+        return page.map(snapshotJson);
+      },
+      { query: t.Object({ sandboxID: t.Optional(t.String({ maxLength: 64 })), name: t.Optional(t.String({ maxLength: 256 })), limit: t.Optional(t.String()), nextToken: t.Optional(t.String({ maxLength: 64 })) }), detail: hide },
+    )
+    // Deleting a snapshot: DELETE /templates/{id} (template-routes.ts), as E2B deletes a snapshot as the template it is.
+    .post(
+      "/sandboxes/:id/fork",
+      async ({ auth, params, body, set }) => {
+        await live(auth.organizationId, params.id);
+        const b = (body ?? {}) as Record<string, unknown>;
+        const count = b.count === undefined || b.count === null ? 1 : b.count;
+        if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > MAX_FORKS) throw new ApiError(400, `count must be an integer from 1 to ${MAX_FORKS}`);
+        const forks = await sandboxes.fork(auth.organizationId, params.id, count, timeoutOf(b.timeout, false));
+        set.status = 201;
+        return Promise.all(forks.map(async (f) => ("row" in f ? { sandbox: await created(f.row) } : { error: { code: f.error.status, message: f.error.message } })));
+      },
+      { body: t.Optional(t.Unknown()), detail: hide },
+    )
     .put(
       "/sandboxes/:id/network",
       async ({ auth, params, body, set }) => {
@@ -238,12 +285,17 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
       { query: t.Object({ start: t.Optional(t.String()), end: t.Optional(t.String()) }), detail: hide },
     );
 
-  /** Resumes a paused sandbox (201) or returns a running one (200); the TTL is only ever extended. */
-  async function connect(org: string, id: string, rawTimeout: unknown, set: { status?: number | string }) {
+  /**
+   * Resumes a paused sandbox (201) or returns a running one (200); the TTL is only ever
+   * extended. `memory: false` (the SDK's onResume "reboot") starts a paused sandbox again
+   * from its files even when its processes were kept.
+   */
+  async function connect(org: string, id: string, rawTimeout: unknown, memory: unknown, set: { status?: number | string }) {
     const row = await live(org, id);
     let timeout = timeoutOf(rawTimeout, false);
+    if (memory !== undefined && memory !== null && typeof memory !== "boolean") throw new ApiError(400, "memory must be a boolean");
     if (row.status === "running" && timeout !== undefined && Date.now() + timeout * 1000 <= row.endAt.getTime()) timeout = undefined;
-    const after = await sandboxes.connect(org, id, timeout);
+    const after = await sandboxes.connect(org, id, timeout, { reboot: memory === false });
     set.status = row.status === "paused" ? 201 : 200;
     return created(after);
   }
@@ -276,6 +328,32 @@ function networkOf(body: Record<string, unknown>): NetworkRequest | undefined {
     allowPublicTraffic: net.allowPublicTraffic as boolean | undefined,
     maskRequestHost: net.maskRequestHost as string | undefined,
   };
+}
+
+/**
+ * E2B's lifecycle fields of a create, as the SDK sends them: `autoPause` (onTimeout
+ * "pause"), `autoPauseMemory` (its keepMemory) and `autoResume: { enabled }`. The SDK's
+ * own checks are repeated here for other clients.
+ */
+function lifecycleOf(body: Record<string, unknown>): SandboxLifecycleOptions | undefined {
+  const { autoPause, autoPauseMemory } = body;
+  const autoResume = body.autoResume === undefined || body.autoResume === null ? undefined : body.autoResume;
+  if (autoPause !== undefined && autoPause !== null && typeof autoPause !== "boolean") throw new ApiError(400, "autoPause must be a boolean");
+  if (autoPauseMemory !== undefined && autoPauseMemory !== null && typeof autoPauseMemory !== "boolean") throw new ApiError(400, "autoPauseMemory must be a boolean");
+  let resume: boolean | undefined;
+  if (autoResume !== undefined) {
+    const enabled = typeof autoResume === "boolean" ? autoResume : typeof autoResume === "object" && !Array.isArray(autoResume) ? (autoResume as { enabled?: unknown }).enabled : undefined;
+    if (typeof enabled !== "boolean") throw new ApiError(400, "autoResume must be { enabled: boolean }");
+    resume = enabled;
+  }
+  if (!autoPause) {
+    if (resume) throw new ApiError(400, "autoResume needs autoPause: a killed sandbox cannot be resumed");
+    if (typeof autoPauseMemory === "boolean") throw new ApiError(400, "autoPauseMemory is only allowed with autoPause");
+    return undefined;
+  }
+  const keepMemory = autoPauseMemory !== false;
+  if (resume && !keepMemory) throw new ApiError(400, "autoResume is not allowed with autoPauseMemory: false (a filesystem-only pause is resumed with connect)");
+  return { onTimeout: "pause", keepMemory, autoResume: resume ?? false };
 }
 
 function timeoutOf(v: unknown, required: boolean): number | undefined {

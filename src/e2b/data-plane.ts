@@ -94,7 +94,10 @@ export class DataPlane {
     const token = request.headers.get("x-access-token") ?? request.headers.get("e2b-traffic-access-token");
     let organizationId = sandboxId ? await this.d.tokens.verify(sandboxId, token) : undefined;
     const url = new URL(request.url);
-    if (!organizationId && path === "/files" && url.searchParams.has("signature")) organizationId = (await this.signed(request, url, sandboxId))?.organizationId;
+    if (!organizationId && path === "/files" && url.searchParams.has("signature")) {
+      if (signatureExpired(url)) return SIGNATURE_EXPIRED();
+      organizationId = (await this.signed(request, url, sandboxId))?.organizationId;
+    }
     if (!organizationId) return rpcHandler ? Response.json({ code: "unauthenticated", message: unauthorizedMessage(sandboxId, true) }, { status: 401 }) : unauthorized(sandboxId, true);
     const ref: SandboxRef = { organizationId, sandboxId };
     if (rpcHandler) {
@@ -135,6 +138,7 @@ export class DataPlane {
   async rootFiles(request: Request): Promise<Response> {
     try {
       const url = new URL(request.url);
+      if (url.searchParams.has("signature") && signatureExpired(url)) return SIGNATURE_EXPIRED();
       const found = url.searchParams.has("signature") ? await this.signed(request, url, request.headers.get("e2b-sandbox-id") ?? undefined) : undefined;
       if (!found) return Response.json({ code: 401, message: "a signed file URL is required here (the signature is missing, wrong or expired)" }, { status: 401 });
       return await filesHttp(request, url, found, this.d.sandboxes, this.d.bodyLimit);
@@ -145,13 +149,15 @@ export class DataPlane {
 
   /** A server inside the sandbox: public traffic, or the traffic token; then the relay to its port. */
   private async port(request: Request, path: string, sandboxId: string, port: number, server: Server<unknown> | null): Promise<Response> {
-    const row = await this.d.networks.running(sandboxId);
+    let row = await this.d.networks.running(sandboxId);
     // E2B's proxy answers a sandbox it cannot find with 502 and this body.
     if (!row) return Response.json({ sandboxId, message: "The sandbox was not found", code: 502 }, { status: 502 });
     if (row.network?.allowPublicTraffic === false) {
       const token = request.headers.get("e2b-traffic-access-token") ?? request.headers.get("x-access-token");
       if (!(await this.d.tokens.check(sandboxId, token))) return Response.json({ sandboxId, message: "this sandbox's ports need its traffic access token (E2b-Traffic-Access-Token)", code: 403 }, { status: 403 });
     }
+    // Paused with autoResume: this request, allowed in, wakes it.
+    if (row.status === "paused") row = await this.d.sandboxes.connect(row.organizationId, row.id);
     const socket = await this.d.networks.portSocket(row, port);
     const target = { socket, path: path + new URL(request.url).search, host: row.network?.maskRequestHost?.replaceAll("${PORT}", String(port)) ?? request.headers.get("host") ?? "localhost" };
     if (request.headers.get("upgrade")?.toLowerCase() === "websocket" && server) {
@@ -242,3 +248,11 @@ function errorJson(e: unknown, log: Logger): Response {
   // A database fault's Retry-After (db/faults.ts) goes along.
   return Response.json({ code: err.status, message: err.message }, { status: err.status, headers: err.options.headers });
 }
+
+/** A signed file URL past its `signature_expiration` (Unix seconds): refused before its signature is checked, with envd's answer. */
+function signatureExpired(url: URL): boolean {
+  const expiration = url.searchParams.get("signature_expiration");
+  return expiration !== null && /^[0-9]{1,12}$/.test(expiration) && Number(expiration) * 1000 < Date.now();
+}
+
+const SIGNATURE_EXPIRED = () => Response.json({ code: 401, message: "signature is already expired" }, { status: 401 });

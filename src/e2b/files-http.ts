@@ -4,6 +4,7 @@ import { ApiError } from "../http/errors";
 import { downloadEncoding, gunzipBounded, uploadEncoding } from "./content-encoding";
 import type { SandboxService } from "../sandboxes/service";
 import type { SandboxRef } from "./context";
+import { FileMetadata, metadataFromHeaders } from "./file-metadata";
 
 /** Largest download; files are read whole through the sandbox, so this bounds memory per request. */
 export const MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;
@@ -29,6 +30,7 @@ export async function filesHttp(request: Request, url: URL, ref: SandboxRef, san
   }
   if (request.method !== "POST") throw new ApiError(405, "use GET to download or POST to upload");
   const encoding = uploadEncoding(request);
+  const metadata = metadataFromHeaders(request.headers);
   const raw = await readBodyBytes(request, bodyLimit);
   // Stored as sent before the coding: decompressed under the same limit (see gunzipBounded).
   const bytes = encoding === "gzip" ? await gunzipBounded(raw, bodyLimit) : raw;
@@ -42,21 +44,27 @@ export async function filesHttp(request: Request, url: URL, ref: SandboxRef, san
       throw new ApiError(400, "the multipart body could not be parsed");
     }
     for (const value of form.getAll("file")) {
-      if (typeof value === "string") continue;
-      const target = path ?? value.name;
+      // A part without a file name (a plain form field) is the content of the file at ?path=, as in envd.
+      const target = typeof value === "string" ? path : (path ?? value.name);
       if (!target) throw new ApiError(400, "each file needs a path: the 'path' query parameter or the part's file name");
-      files.push({ path: target, data: new Uint8Array(await value.arrayBuffer()) });
+      files.push({ path: target, data: typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer()) });
     }
   } else {
     if (!path) throw new ApiError(400, "query parameter 'path' is required");
     files.push({ path, data: bytes });
   }
   if (!files.length) throw new ApiError(400, "no file in the request: send multipart 'file' parts or an application/octet-stream body");
-  const written = [];
+  const written: { name: string; type: "file"; path: string; metadata?: Record<string, string> }[] = [];
   for (const f of files) {
     const entry = await sandboxes.writeFile(ref.organizationId, ref.sandboxId, absolute(f.path), f.data);
     written.push({ name: entry.name, type: "file", path: entry.path });
   }
+  // The upload's metadata replaces the files' (none: an overwritten file loses its old metadata).
+  await new FileMetadata(sandboxes, ref.organizationId, ref.sandboxId).replace(
+    written.map((w) => w.path),
+    metadata,
+  );
+  if (Object.keys(metadata).length) for (const w of written) w.metadata = metadata;
   return Response.json(written);
 }
 

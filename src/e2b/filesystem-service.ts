@@ -1,3 +1,4 @@
+import { posix } from "node:path";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
@@ -5,7 +6,10 @@ import type { SandboxService } from "../sandboxes/service";
 import { sandboxOf } from "./context";
 import { type WatchEventType, type Watchers, startWatch } from "./fs-watch";
 import { type EntryInfoSchema, EventType, type Filesystem, FileType, type WatchDirResponseSchema } from "./gen/filesystem_pb";
+import { FileMetadata, withMetadata } from "./file-metadata";
 import { type Entry, FsError, SandboxFs } from "./sandbox-fs";
+
+const HOME = "/home/user";
 
 const MAX_DEPTH = 32;
 const EVENT_TYPES: Record<WatchEventType, EventType> = {
@@ -22,6 +26,12 @@ export function filesystemService(sandboxes: SandboxService, watchers: Watchers)
     const { organizationId, sandboxId } = sandboxOf(ctx);
     return new SandboxFs(sandboxes, organizationId, sandboxId);
   };
+  const meta = (ctx: HandlerContext) => {
+    const { organizationId, sandboxId } = sandboxOf(ctx);
+    return new FileMetadata(sandboxes, organizationId, sandboxId);
+  };
+  /** Entries with their metadata (envd 0.6.2). */
+  const full = async (ctx: HandlerContext, entries: Entry[]) => (await withMetadata(meta(ctx), entries)).map(entryInfo);
   const path = (p: string, what = "path") => {
     if (!p) throw new ConnectError(`${what} is required`, Code.InvalidArgument);
     if (p.length > 4096 || p.includes("\0")) throw new ConnectError(`${what} must be at most 4096 characters without NUL`, Code.InvalidArgument);
@@ -29,15 +39,15 @@ export function filesystemService(sandboxes: SandboxService, watchers: Watchers)
   };
 
   return {
-    stat: (req, ctx) => rpc(async () => ({ entry: entryInfo(await fs(ctx).stat(path(req.path))) })),
+    stat: (req, ctx) => rpc(async () => ({ entry: (await full(ctx, [await fs(ctx).stat(path(req.path))]))[0] })),
     makeDir: (req, ctx) => rpc(async () => ({ entry: entryInfo(await fs(ctx).makeDir(path(req.path))) })),
-    move: (req, ctx) => rpc(async () => ({ entry: entryInfo(await fs(ctx).move(path(req.source, "source"), path(req.destination, "destination"))) })),
+    move: (req, ctx) => rpc(async () => ({ entry: (await full(ctx, [await fs(ctx).move(path(req.source, "source"), path(req.destination, "destination"))]))[0] })),
     remove: (req, ctx) => rpc(async () => (await fs(ctx).remove(path(req.path)), {})),
     listDir: (req, ctx) =>
       rpc(async () => {
         const depth = req.depth || 1;
         if (depth > MAX_DEPTH) throw new ConnectError(`depth must be at most ${MAX_DEPTH}`, Code.InvalidArgument);
-        return { entries: (await fs(ctx).list(path(req.path), depth)).map(entryInfo) };
+        return { entries: await full(ctx, await fs(ctx).list(path(req.path), depth)) };
       }),
 
     async *watchDir(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchDirResponseSchema>> {
@@ -47,7 +57,13 @@ export function filesystemService(sandboxes: SandboxService, watchers: Watchers)
       ctx.signal.addEventListener("abort", stop, { once: true });
       try {
         yield { event: { case: "start", value: {} } };
-        for await (const e of watch.events) yield { event: { case: "filesystem", value: { name: e.name, type: EVENT_TYPES[e.type] } } };
+        // includeEntry (envd 0.6.3): the entry as Stat gives it, where the path still exists.
+        // allowNetworkMounts (0.6.4) needs nothing: watches here are not refused on any mount.
+        const root = posix.resolve(HOME, req.path.replace(/^~(\/|$)/, ""));
+        for await (const e of watch.events) {
+          const entry = req.includeEntry && e.type !== "remove" && e.type !== "rename" ? await fs(ctx).stat(posix.join(root, e.name)).then((x) => full(ctx, [x]).then((l) => l[0]), () => undefined) : undefined;
+          yield { event: { case: "filesystem", value: { name: e.name, type: EVENT_TYPES[e.type], entry } } };
+        }
       } finally {
         ctx.signal.removeEventListener("abort", stop);
         watch.stop();
@@ -89,5 +105,6 @@ function entryInfo(e: Entry): MessageInitShape<typeof EntryInfoSchema> {
     group: e.group,
     modifiedTime: timestampFromMs(e.modifiedMs),
     symlinkTarget: e.symlinkTarget,
+    metadata: e.metadata,
   };
 }

@@ -1,4 +1,7 @@
+import { Elysia } from "elysia";
 import { secretBoxFor } from "../events/secrets";
+import { templateServiceOf } from "../templates";
+import { e2bTemplateRoutes } from "./template-routes";
 import type { RouteModule } from "../http/route-module";
 import type { Surface } from "../http/surfaces";
 import type { Services } from "../services";
@@ -28,7 +31,9 @@ export const e2bModule: RouteModule = {
   surfaces: [e2bControlSurface],
   routes(s) {
     const sandboxes = sandboxServiceOf(s);
-    return e2bControlRoutes(sandboxes, sandboxNetworksOf(s), tokensOf(s), new MetricsSampler(sandboxes), s.config.sandboxes.domain);
+    return new Elysia()
+      .use(e2bTemplateRoutes(templateServiceOf(s), s.config.publicUrl))
+      .use(e2bControlRoutes(sandboxes, sandboxNetworksOf(s), tokensOf(s), new MetricsSampler(sandboxes), s.config.sandboxes.domain));
   },
 };
 

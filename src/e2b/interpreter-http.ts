@@ -6,8 +6,7 @@ import type { SandboxService } from "../sandboxes/service";
 import { boundedStream } from "../streams/bounded";
 import { type Line, lines as readLines } from "../streams/lines";
 import type { SandboxRef } from "./context";
-import { KERNEL_BRIDGE } from "./kernel-bridge";
-import { KERNEL_STARTUP } from "./kernel-startup";
+import { KERNEL_NEEDS, kernelArgv, type Language, languageOf } from "./kernels";
 
 /** Templates whose sandboxes run the code interpreter (the shipped one and E2B's name for it). */
 const INTERPRETER_TEMPLATES = new Set(["code_interpreter"]);
@@ -25,7 +24,7 @@ const enc = new TextEncoder();
 interface Context {
   id: string;
   sandbox: SandboxRef;
-  language: string;
+  language: Language;
   cwd: string;
   bridge: SpawnedProcess;
   lines: AsyncGenerator<Line>;
@@ -48,7 +47,8 @@ export class Interpreter {
   ) {}
 
   async handle(request: Request, path: string, ref: SandboxRef): Promise<Response> {
-    const row = await this.sandboxes.get(ref.organizationId, ref.sandboxId);
+    // A paused sandbox with autoResume wakes for its interpreter too.
+    const row = await this.sandboxes.inUse(ref.organizationId, ref.sandboxId);
     if (!INTERPRETER_TEMPLATES.has(row.templateId)) throw new ApiError(502, `the code interpreter runs in sandboxes of template code_interpreter; this one is ${row.templateId}`);
     // A paused sandbox's kernels are frozen: answer now rather than hang (E2B answers 502 too).
     if (row.status !== "running") throw new ApiError(502, `sandbox ${ref.sandboxId} is ${row.status}; connect to resume it`);
@@ -56,14 +56,19 @@ export class Interpreter {
     if (path === "/execute" && method === "POST") return this.execute(ref, await this.json(request), request);
     if (path === "/contexts" && method === "POST") {
       const body = await this.json(request);
-      const language = lang(body.language);
-      // The default contexts come first, as on E2B where they exist from the sandbox's start.
-      await this.defaultContext(ref, "python");
-      return Response.json(describe(await this.create(ref, language, typeof body.cwd === "string" ? body.cwd : HOME)));
+      const language = languageOf(body.language);
+      // The default contexts come first in the list, as on E2B where they exist from the
+      // sandbox's start; all start at once (a kernel's start is most of a request's time).
+      const defaults = this.defaultContexts(ref);
+      const made = this.create(ref, language, typeof body.cwd === "string" ? body.cwd : HOME);
+      await defaults;
+      return Response.json(describe(await made));
     }
     if (path === "/contexts" && method === "GET") {
-      await this.defaultContext(ref, "python");
-      return Response.json(await Promise.all([...(this.contexts.get(ref.sandboxId)?.values() ?? [])].map(async (c) => describe(await c))));
+      await this.defaultContexts(ref);
+      // A context whose kernel failed to start is not listed (it is gone from the table too).
+      const all = await Promise.allSettled([...(this.contexts.get(ref.sandboxId)?.values() ?? [])]);
+      return Response.json(all.flatMap((c) => (c.status === "fulfilled" ? [describe(c.value)] : [])));
     }
     const m = /^\/contexts\/([A-Za-z0-9_-]{1,64})(\/restart)?$/.exec(path);
     if (m && method === "DELETE" && !m[2]) {
@@ -106,15 +111,26 @@ export class Interpreter {
   }
 
   /**
+   * E2B's default contexts, Python's and JavaScript's, started together. Best effort: a host
+   * without node still serves Python (the JavaScript context's own requests say what is missing).
+   */
+  private async defaultContexts(ref: SandboxRef): Promise<void> {
+    const [python, javascript] = await Promise.allSettled([this.defaultContext(ref, "python"), this.defaultContext(ref, "javascript")]);
+    if (python.status === "rejected") throw python.reason;
+    // Killed meanwhile: say so, as any request to a killed sandbox's interpreter does.
+    if (javascript.status === "rejected" && javascript.reason instanceof SandboxGone) throw javascript.reason;
+  }
+
+  /**
    * A language's default context (id: the language's name), started on the first request
    * that needs it: E2B starts its default kernels with the sandbox, here a sandbox that
    * never runs code costs no kernel, and a client sees them the same way (listed, used).
    */
-  private defaultContext(ref: SandboxRef, language: string): Promise<Context> {
+  private defaultContext(ref: SandboxRef, language: Language): Promise<Context> {
     return this.contexts.get(ref.sandboxId)?.get(language) ?? this.create(ref, language, HOME, language);
   }
 
-  private create(ref: SandboxRef, language: string, cwd: string, id = randomBytes(12).toString("hex")): Promise<Context> {
+  private create(ref: SandboxRef, language: Language, cwd: string, id = randomBytes(12).toString("hex")): Promise<Context> {
     let byId = this.contexts.get(ref.sandboxId);
     if (!byId) this.contexts.set(ref.sandboxId, (byId = new Map()));
     // Threat: one client starting kernels without end (each holds memory in the sandbox).
@@ -125,8 +141,8 @@ export class Interpreter {
     return starting;
   }
 
-  private async start(ref: SandboxRef, id: string, language: string, cwd: string): Promise<Context> {
-    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: ["/usr/bin/python3", "-c", KERNEL_BRIDGE, cwd, KERNEL_STARTUP], env: {}, cwd });
+  private async start(ref: SandboxRef, id: string, language: Language, cwd: string): Promise<Context> {
+    const bridge = await this.sandboxes.spawn(ref.organizationId, ref.sandboxId, { argv: kernelArgv(language, cwd), env: {}, cwd });
     const lines = readLines(bridge.stdout, { maxBytes: MAX_OUTPUT_LINE_BYTES });
     // The kernel logs to stderr: drained (a full pipe would stall it), the tail kept for errors.
     let tail = "";
@@ -145,7 +161,7 @@ export class Interpreter {
       await Promise.race([drained, bridge.exited]);
       // Killed while its kernel started: say so, rather than blame the host's packages.
       if (!(await this.isRunning(ref))) throw sandboxGone(ref);
-      throw new ApiError(502, `the Jupyter kernel did not start (python3-ipykernel and python3-jupyter-client must be installed on the host): ${tail.trim().split("\n").pop() ?? ""}`);
+      throw new ApiError(502, `the ${language} kernel did not start (${KERNEL_NEEDS[language]}): ${tail.trim().split("\n").pop() ?? ""}`);
     }
     return { id, sandbox: ref, language, cwd, bridge, lines, busy: Promise.resolve() };
   }
@@ -188,10 +204,13 @@ export class Interpreter {
     if (body.context_id !== undefined && body.context_id !== null && body.language !== undefined && body.language !== null) throw new ApiError(400, "give context_id or language, not both");
     const env = envVars(body.env_vars);
     let ctx: Context;
-    if (typeof body.context_id === "string") ctx = await this.find(ref, body.context_id);
-    else {
-      const language = lang(body.language);
-      ctx = await this.defaultContext(ref, language);
+    try {
+      ctx = typeof body.context_id === "string" ? await this.find(ref, body.context_id) : await this.defaultContext(ref, languageOf(body.language));
+    } catch (e) {
+      // Killed while the run's kernel started: the connection drops, as when it is killed
+      // during the run, so the SDK says the same thing for both.
+      if (e instanceof SandboxGone) return droppedResponse(e);
+      throw e;
     }
     // Pull-based: output waits in the kernel's pipe while the client does not read, and
     // a client that goes away interrupts the run (boundedStream).
@@ -204,6 +223,11 @@ export class Interpreter {
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
   }
+}
+
+/** A response whose body fails before its first byte: the client sees the connection drop. */
+function droppedResponse(e: Error): Response {
+  return new Response(new ReadableStream({ start: (c) => c.error(e) }), { headers: { "content-type": "application/x-ndjson" } });
 }
 
 /** The sandbox was killed while a request to its interpreter was in progress. */
@@ -228,11 +252,6 @@ function envVars(v: unknown): Record<string, string> | undefined {
 
 function errorLine(name: string, value: string): string {
   return JSON.stringify({ type: "error", name, value, traceback: "" });
-}
-
-function lang(v: unknown): string {
-  if (v === undefined || v === null || v === "" || v === "python" || v === "python3") return "python";
-  throw new ApiError(400, `language '${String(v)}' is not available: only python runs here`);
 }
 
 function describe(c: Context) {

@@ -10,7 +10,9 @@
  * text/plain without the quotes of a string's repr, E2B's own MIME types (`e2b/data`,
  * `e2b/chart`) under their names, any other MIME type under `extra`. Per-run `env` is
  * set before the run and undone after it (kernel-startup.ts, loaded into each kernel at
- * start and restart from argv[2]). Stream text goes out in pieces of at most
+ * start and restart from argv[2], with the chart extractor's source, kernel-charts.ts, from
+ * argv[3]). argv[4] names the Jupyter kernel: python3, or ir (R, Debian's r-cran-irkernel),
+ * whose per-run env is set and put back with Sys.setenv / Sys.unsetenv. Stream text goes out in pieces of at most
  * 64 KiB characters, so one long printed line stays many short output lines (the
  * service bounds the lines it reads: src/streams/lines.ts).
  */
@@ -27,13 +29,28 @@ MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown", 
         "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf", "text/latex": "latex",
         "application/json": "json", "application/javascript": "javascript",
         "e2b/data": "data", "e2b/chart": "chart"}
-STARTUP = "exec(%r, __import__('sys').modules.setdefault('_e2b', __import__('types').ModuleType('_e2b')).__dict__)" % sys.argv[2]
+KERNEL = sys.argv[4] if len(sys.argv) > 4 else "python3"
+PYTHON = KERNEL == "python3"
+STARTUP = ("_e2b_m = __import__('sys').modules.setdefault('_e2b', __import__('types').ModuleType('_e2b')); _e2b_m.CHARTS_SOURCE = %r; "
+           "exec(%r, _e2b_m.__dict__); del _e2b_m" % (sys.argv[3], sys.argv[2]))
+
+def r_string(v):
+    return json.dumps(v)
+
+def r_set_env(env):
+    # Each variable's old value (NA: unset) kept in the kernel, put back by r_restore_env.
+    names = "c(" + ", ".join(r_string(k) for k in env) + ")"
+    sets = ", ".join("%s = %s" % (r_string(k), r_string(v)) for k, v in env.items())
+    return ".e2b_saved <- Sys.getenv(%s, unset = NA, names = TRUE); do.call(Sys.setenv, list(%s)); invisible(NULL)" % (names, sets)
+
+R_RESTORE_ENV = ("for (.e2b_k in names(.e2b_saved)) { if (is.na(.e2b_saved[[.e2b_k]])) Sys.unsetenv(.e2b_k) "
+                 "else do.call(Sys.setenv, setNames(list(.e2b_saved[[.e2b_k]]), .e2b_k)) }; rm(.e2b_saved, .e2b_k); invisible(NULL)")
 
 def out(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 
-km = KernelManager(kernel_name="python3")
+km = KernelManager(kernel_name=KERNEL)
 env = dict(os.environ)
 # Debian's matplotlib reads /etc/matplotlibrc, which a sandbox (the host's /usr only) does
 # not have: without this import matplotlib fails ("Could not find matplotlibrc").
@@ -95,7 +112,8 @@ def read_requests():
     requests.put(None)
 
 threading.Thread(target=read_requests, daemon=True).start()
-run(STARTUP, silent=True)
+if PYTHON:
+    run(STARTUP, silent=True)
 out({"type": "ready"})
 
 while True:
@@ -106,13 +124,14 @@ while True:
     if req.get("restart"):
         km.restart_kernel()
         kc.wait_for_ready(timeout=120)
-        run(STARTUP, silent=True)
+        if PYTHON:
+            run(STARTUP, silent=True)
     else:
         env = req.get("env") or {}
         if env:
-            run("__import__('_e2b').set_env(" + json.dumps(env) + ")", silent=True)
+            run("__import__('_e2b').set_env(" + json.dumps(env) + ")" if PYTHON else r_set_env(env), silent=True)
         run(req["code"])
         if env:
-            run("__import__('_e2b').restore_env()", silent=True)
+            run("__import__('_e2b').restore_env()" if PYTHON else R_RESTORE_ENV, silent=True)
     out({"type": "end_of_execution"})
 `;

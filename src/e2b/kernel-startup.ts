@@ -2,18 +2,22 @@
  * Python run inside every IPython kernel of the code interpreter once it starts (and after
  * each restart), as E2B's template does with its IPython startup scripts and kernel config:
  * - the `e2b/data` formatter (a pandas DataFrame as `{column: [values]}`, timestamps in ISO
- *   form) and the `e2b/chart` formatter (a matplotlib figure's data, kernel-charts.ts);
+ *   form), the `e2b/chart` formatter (a matplotlib figure's data, kernel-charts.ts, given as
+ *   CHARTS_SOURCE and loaded on the first figure) and E2B's `application/json` for a list
+ *   or dict;
  * - plain text without the sequence truncation of IPython's default, tracebacks without
  *   colours (E2B's kernel config);
- * - per-run environment variables that are undone after the run (`set_env` / `restore_env`).
+ * - per-run environment variables that are undone after the run (`set_env` / `restore_env`);
+ * - PIL images: `Image.show()` and `Image.save(path)` display the image (a PNG result), as
+ *   E2B's startup script makes them, rather than look for a desktop viewer.
  *
  * The bridge (kernel-bridge.ts) runs it as the module `_e2b` (sys.modules) so that nothing
  * of it lands in the user's namespace: a run sees the same globals as in E2B's kernels.
  */
 export const KERNEL_STARTUP = String.raw`
-import os, sys
+import json, os, sys, types
 from IPython import get_ipython
-from IPython.core.formatters import BaseFormatter
+from IPython.core.formatters import BaseFormatter, JSONFormatter
 from traitlets import ObjectName, Unicode
 
 _saved = {}
@@ -70,17 +74,66 @@ class ChartFormatter(BaseFormatter):
         from matplotlib.figure import Figure
         if not isinstance(obj, Figure):
             return super().__call__(obj)
-        chart = sys.modules.get("_e2b_charts")
         try:
-            return chart.figure_to_dict(obj) if chart else None
+            return _charts().figure_to_dict(obj)
         except Exception:
             # A figure the extractor does not understand still gives its PNG.
             return {}
 
 
+def _charts():
+    # Loaded on the first figure: a run that draws nothing pays nothing for it.
+    m = sys.modules.get("_e2b_charts")
+    if m is None:
+        m = types.ModuleType("_e2b_charts")
+        exec(CHARTS_SOURCE, m.__dict__)
+        sys.modules["_e2b_charts"] = m
+    return m
+
+
+def _plain(v):
+    # numpy scalars and arrays as JSON has them (E2B serializes with orjson's numpy option).
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    raise TypeError
+
+
+class ListDictJSONFormatter(JSONFormatter):
+    """A list or dict result also comes as json, as in E2B's kernels."""
+
+    def __call__(self, obj):
+        if isinstance(obj, (list, dict)):
+            try:
+                return json.loads(json.dumps(obj, default=_plain)), {"expanded": True}
+            except (TypeError, ValueError):
+                pass
+        return super().__call__(obj)
+
+
+def _patch_pil():
+    try:
+        from IPython.display import display
+        from PIL.Image import Image
+        from PIL.ImageShow import UnixViewer
+    except ImportError:
+        return
+    # No desktop viewer here: showing falls through to PIL's IPython viewer (a display).
+    UnixViewer.show_file = lambda self, path, **options: 0
+    original_save = Image.save
+
+    def save(image, fp, format=None, **options):
+        if isinstance(fp, str):
+            display(image)
+        return original_save(image, fp, format, **options)
+
+    Image.save = save
+
+
+_patch_pil()
 ip = get_ipython()
 ip.display_formatter.formatters["e2b/data"] = DataFormatter(parent=ip.display_formatter)
 ip.display_formatter.formatters["e2b/chart"] = ChartFormatter(parent=ip.display_formatter)
+ip.display_formatter.formatters["application/json"] = ListDictJSONFormatter(parent=ip.display_formatter)
 ip.display_formatter.formatters["text/plain"].max_seq_length = 0
 ip.run_line_magic("colors", "NoColor")
 del ip

@@ -17,7 +17,8 @@ import type { Server } from "bun";
  */
 
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"];
-const OURS = ["x-access-token", "e2b-traffic-access-token", "e2b-sandbox-id", "e2b-sandbox-port"];
+// The node credential of a request another replica forwarded (sandboxes/nodes.ts) must never reach the sandbox's app.
+const OURS = ["x-access-token", "e2b-traffic-access-token", "e2b-sandbox-id", "e2b-sandbox-port", "x-sandbox-node-credential"];
 const MAX_WS_BUFFER = 4 * 1024 * 1024;
 
 export interface PortTarget {
@@ -69,12 +70,16 @@ interface RelayState {
  * Subprotocols are not negotiated: the client's list goes in, and none is answered back.
  */
 export function proxyWebSocket(request: Request, server: Server<unknown>, t: PortTarget): boolean {
+  return relayWebSocket(request, server, `ws+unix://${t.socket}:${t.path}`, Object.fromEntries(forwardHeaders(request.headers, t.host)));
+}
+
+/** Upgrades the client's request and relays its messages to a WebSocket opened to `url` with `headers` (also sandbox node forwarding). */
+export function relayWebSocket(request: Request, server: Server<unknown>, url: string, headers: Record<string, string>): boolean {
   const protocols = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()).filter(Boolean);
-  const headers = Object.fromEntries(forwardHeaders(request.headers, t.host));
   let state: RelayState | undefined;
   const data = {
     open(ws: import("bun").ServerWebSocket<unknown>) {
-      const backend = new WebSocket(`ws+unix://${t.socket}:${t.path}`, { headers, protocols } as never);
+      const backend = new WebSocket(url, { headers, protocols } as never);
       backend.binaryType = "arraybuffer";
       state = { backend, pending: [], pendingBytes: 0 };
       backend.onopen = () => {

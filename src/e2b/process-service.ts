@@ -1,3 +1,4 @@
+import { envdUser } from "./envd-user";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Process, type ProcessEvent_DataEventSchema, type ProcessEventSchema, type ProcessSelector, Signal } from "./gen/process_pb";
@@ -26,7 +27,10 @@ export function processService(table: ProcessTable): Partial<ServiceImpl<typeof 
       if (!cfg?.cmd) throw new ConnectError("process.cmd is required", Code.InvalidArgument);
       const size = req.pty?.size;
       if (req.pty && (!size || !validSide(size.cols) || !validSide(size.rows))) throw new ConnectError(`pty size needs cols and rows from 1 to ${MAX_PTY_SIDE}`, Code.InvalidArgument);
+      const user = envdUser(ctx.requestHeader.get("authorization"));
+      if (typeof user !== "string") throw new ConnectError(user.error, Code.InvalidArgument);
       const proc = await table.start(organizationId, sandboxId, {
+        user,
         cmd: cfg.cmd,
         args: cfg.args,
         envs: cfg.envs,

@@ -1,4 +1,4 @@
-import type { SpawnedProcess } from "../sandboxes/backend";
+import type { SandboxUser, SpawnedProcess } from "../sandboxes/backend";
 import type { SandboxService } from "../sandboxes/service";
 import { STREAM_BUFFER_BYTES } from "../streams/bounded";
 import { ptyArgv, ptyDataFrame, ptyResizeFrame } from "./pty-bridge";
@@ -7,6 +7,8 @@ import { ptyArgv, ptyDataFrame, ptyResizeFrame } from "./pty-bridge";
 export type ProcEvent = { kind: "stdout" | "stderr" | "pty"; data: Uint8Array } | { kind: "end"; exitCode: number; sandboxGone?: boolean };
 
 export interface StartOptions {
+  /** Who runs it (envd's basic-auth user). */
+  user?: SandboxUser;
   cmd: string;
   args: string[];
   envs: Record<string, string>;
@@ -199,7 +201,7 @@ export class ProcessTable {
   async start(organizationId: string, sandboxId: string, o: StartOptions): Promise<RunningProcess> {
     const argv = o.pty ? ptyArgv(o.pty.cols, o.pty.rows, [o.cmd, ...o.args]) : [o.cmd, ...o.args];
     const env = o.pty ? { TERM: "xterm-256color", ...o.envs } : o.envs;
-    const spawned = await this.sandboxes.spawn(organizationId, sandboxId, { argv, env, cwd: o.cwd });
+    const spawned = await this.sandboxes.spawn(organizationId, sandboxId, { argv, env, cwd: o.cwd, ...(o.user ? { user: o.user } : {}) });
     const pid = this.nextPid++;
     let procs = this.bySandbox.get(sandboxId);
     if (!procs) this.bySandbox.set(sandboxId, (procs = new Map()));

@@ -23,6 +23,8 @@ export interface Entry {
   group: string;
   modifiedMs: number;
   symlinkTarget?: string;
+  /** envd 0.6.2's user metadata (file-metadata.ts), when the file has any. */
+  metadata?: Record<string, string>;
 }
 
 export class FsError extends Error {

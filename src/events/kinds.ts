@@ -8,8 +8,18 @@ export const EVENT_KINDS: Record<ResourceType, readonly string[]> = {
     "sandbox.lifecycle.paused",
     "sandbox.lifecycle.resumed",
     "sandbox.lifecycle.killed",
+    // Beyond the spec's table: a snapshot of the sandbox's files was taken (E2B's snapshots).
+    "sandbox.lifecycle.snapshotted",
+    // Beyond the spec's table: the sandbox's node stopped answering (README: Replicas);
+    // its status is `error` from then on, and `killed` follows once its node destroyed it.
+    "sandbox.lifecycle.lost",
     "router.process.completed",
     "router.skill.completed",
+    // Ours: template builds (src/templates). The spec's `template` resource type cannot be
+    // registered, so they are sandbox events whose resource is the template (resourceID tpl_...).
+    "sandbox.template.build.started",
+    "sandbox.template.build.completed",
+    "sandbox.template.build.failed",
   ],
   session: [
     "user.message",

@@ -74,10 +74,19 @@ const boxes = new WeakMap<Services, SecretBox>();
 export function secretBoxFor(s: Services): SecretBox {
   let box = boxes.get(s);
   if (!box) {
-    box = secretBox(keyFor(s));
+    box = secretBox(secretsKeyFor(s));
     boxes.set(s, box);
   }
   return box;
+}
+
+const keys = new WeakMap<Services, Uint8Array | null>();
+
+/** The secrets key itself (SECRETS_KEY, or the embedded database's key file); undefined when none is configured. */
+export function secretsKeyFor(s: Services): Uint8Array | undefined {
+  let key = keys.get(s);
+  if (key === undefined) keys.set(s, (key = keyFor(s) ?? null));
+  return key ?? undefined;
 }
 
 function keyFor(s: Services): Uint8Array | undefined {

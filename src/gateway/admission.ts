@@ -1,7 +1,6 @@
-import { ORG_SPEND_MESSAGE, orgBudgetsFor } from "../budgets";
-import { type BudgetHold, dropHold, takeHold } from "../budgets/hold";
+import { leasesFor, ORG_SPEND_MESSAGE, orgBudgetsFor } from "../budgets";
+import type { BudgetHold } from "../budgets/hold";
 import { catalogFor } from "../catalog";
-import { clockOf } from "../clock";
 import { AUTH_MESSAGES } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { tokenLimiterOf, tokensRefused } from "../limits";
@@ -20,8 +19,9 @@ const DEFAULT_MAX_OUTPUT = 16_384;
  * the key's tokens per minute: before it is forwarded, its maximum cost (the input
  * estimated from the request, plus `max_tokens` or the model's output limit, at the dearest
  * of its candidates' prices) is held against every budget with a limit, and its maximum
- * tokens are counted in the key's token window, each atomically (src/budgets/hold.ts,
- * src/limits). The request is refused with the surface's status when either does not fit.
+ * tokens are counted in the key's token window, each atomically (src/budgets/leases.ts,
+ * src/limits). The money is held against the slice of each budget this process leased, in
+ * memory: a database round trip only when the slice runs out. The request is refused with the surface's status when either does not fit.
  * The usage record settles both to the real usage; a request that fails unrecorded drops
  * them. Overspend is then bounded by the estimate's error, not by how many requests run at
  * once. Keys and organizations without limits pay nothing here.
@@ -57,8 +57,9 @@ export async function admit(s: Services, call: Call): Promise<BudgetHold | undef
     }
     if (amount > 0) {
       let refused: "key" | "org" | null;
+      const leases = leasesFor(s);
       try {
-        refused = await takeHold(s.db, { keyId: key.id, orgId: call.auth.organizationId, key: keyLimited, org: orgLimited, amount, now: clockOf(s).now() });
+        refused = await leases.hold({ keyId: key.id, orgId: call.auth.organizationId, key: keyLimited, org: orgLimited, amount, keyLimit: key.spendingLimit, orgLimit: org?.spendingLimit });
       } catch (err) {
         release(s, call, hold);
         throw err;
@@ -71,6 +72,8 @@ export async function admit(s: Services, call: Call): Promise<BudgetHold | undef
       hold.amount = amount;
       hold.key = keyLimited;
       hold.org = orgLimited;
+      hold.leases = leases;
+      hold.leased = { amount, key: keyLimited ? key.id : undefined, org: orgLimited ? call.auth.organizationId : undefined };
     }
   }
   return hold;
@@ -81,7 +84,7 @@ export function release(s: Services, call: Call, hold: BudgetHold): void {
   if (hold.recorded) return;
   hold.recorded = true;
   if (hold.tokens) tokenLimiterOf(s)?.settle(call.auth.key.id, hold.tokens.reservation, -hold.tokens.count);
-  if (hold.amount > 0) dropHold(s.db, call.auth.key.id, call.auth.organizationId, hold).catch((err) => s.log.warn("budget hold release failed; it lapses on its own", { err }));
+  if (hold.leased) hold.leases?.released(hold.leased);
 }
 
 /** The request's own cap on generated tokens, in whichever protocol's spelling. */

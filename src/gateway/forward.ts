@@ -3,7 +3,7 @@ import { ApiError } from "../http/errors";
 import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
 import { SSE_HEADERS } from "../http/sse";
 import type { BudgetHold } from "../budgets/hold";
-import type { UsageMeter } from "../metering";
+import type { UsageMeter, UsageRecord } from "../metering";
 import type { Observability } from "../observability/observability";
 import type { GatewayOptions } from "./config";
 import { type Protocol, protocolSpec, type Usage } from "./protocols";
@@ -11,7 +11,7 @@ import type { UpstreamRequest } from "./provider";
 import { clearUsage } from "./protocols/spec";
 import type { Candidate, Router } from "./router";
 import { completeJsonArray, pipeJsonArray } from "./json-array-stream";
-import { completeSse, pipeSse } from "./stream";
+import { completeSse, pipeSse, type UpstreamReader } from "./stream";
 import { Timing } from "./timing";
 import { passedHeaders, retryAfterHeader, retryAfterMs, type UpstreamAnswer } from "./upstream-errors";
 import { estimateCut } from "./usage-estimate";
@@ -45,6 +45,17 @@ export interface Call {
   onBody?(json: any, c: Candidate, res: Headers): boolean | void | Promise<boolean | void>;
   /** Sees the first bytes of a successful stream (all of it, as text, when it came complete). */
   onStreamStart?(first: Uint8Array | string, c: Candidate): void | Promise<void>;
+  /**
+   * A streamed read whose usage counts once only (a background response followed to its
+   * end): asked when the stream finished with the vendor's usage; false (another read
+   * counted it) records the read without tokens. Cut-off reads count nothing, not even an
+   * estimate: the response runs on upstream and a later read counts it.
+   */
+  claimUsage?(): Promise<boolean>;
+  /** A multipart upload, sent to each candidate instead of `body` (see upload.ts). */
+  upload?(c: Candidate): UpstreamRequest["upload"];
+  /** Usage known from the request itself (characters of speech), before any answer. */
+  usage?: Partial<Usage>;
   /** What was held for this request at admission (src/gateway/admission.ts); released with its usage record. */
   hold?: BudgetHold;
 }
@@ -55,6 +66,8 @@ export interface Deps {
   options: GatewayOptions;
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
+  /** USD for usage priced per unit (images, seconds, characters), undefined when the model has no unit price. */
+  unitCost?(model: string, usage: Usage): number | undefined;
   /** Set when access-log lines are written: prices a request's usage for its line. */
   accessLog?: { cost(model: string, usage: Usage): number | undefined };
 }
@@ -95,7 +108,7 @@ const retryable = (status: number) => status === 429 || status >= 500;
 export async function forward(d: Deps, call: Call): Promise<Response> {
   const spec = protocolSpec(call.protocol);
   const codec = spec.codec;
-  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  const usage: Usage = { inputTokens: 0, outputTokens: 0, ...call.usage };
   let used: Candidate | undefined;
   const seen = d.observe?.modelCall(call);
   let attempts = 0;
@@ -106,6 +119,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   if (access) noteModelAccess(call.request, access);
   const record = (status: number, events?: number) => {
     if (call.unmetered) clearUsage(usage);
+    else if (call.claimUsage && (status !== 200 || usage.estimated || !(usage.inputTokens || usage.outputTokens))) clearUsage(usage);
     // Cut off (the client went away, the stream broke): what is known, completed by estimates.
     else if (status === 499 || (call.stream && status === 502 && events !== undefined)) estimateCut(usage, sent, events ?? 0);
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
@@ -117,7 +131,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       access.costUsd = d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage);
       endModelAccess(call.request, status);
     }
-    d.meter.record({
+    const rec: UsageRecord = {
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
       requestId: call.requestId,
@@ -134,6 +148,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       inputAudioTokens: usage.inputAudioTokens,
       outputAudioTokens: usage.outputAudioTokens,
       estimated: usage.estimated,
+      cost: unitCost(d, used?.model ?? call.publicModel, usage),
       hold: call.hold,
       attempts,
       requestBody: sent,
@@ -141,7 +156,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       latencyMs: performance.now() - call.startedAt,
       status,
       streamed: call.stream,
-    });
+    };
+    if (!call.claimUsage || !(rec.inputTokens || rec.outputTokens)) return d.meter.record(rec);
+    const withoutTokens = () => d.meter.record({ ...rec, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, inputAudioTokens: 0, outputAudioTokens: 0 });
+    call.claimUsage().then((won) => (won ? d.meter.record(rec) : withoutTokens()), withoutTokens);
   };
 
   const org = call.auth.organizationId;
@@ -204,6 +222,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         resource: call.resource,
         streamFormat: call.streamFormat,
         traceparent: attempt?.traceparent,
+        upload: call.upload?.(c),
       });
       answered = true;
       timing.answered();
@@ -234,6 +253,27 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         record(res.status);
         const refused = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
         return new Response(text, { status: res.status, headers: timed(markProvider(refused, c.provider, attempts)) });
+      }
+      if (spec.answer === "binary") {
+        // A file answer (speech audio): passed through chunk by chunk, never read as text.
+        // The first bytes are awaited before committing, so an empty answer still falls back.
+        const headers = new Headers();
+        for (const h of ["content-type", "content-length", "content-disposition"]) {
+          const v = res.headers.get(h);
+          if (v) headers.set(h, v);
+        }
+        const reader = res.body?.getReader();
+        const first = reader ? await reader.read() : { done: true as const, value: undefined };
+        settle();
+        if (!reader || first.done || !first.value?.byteLength) {
+          attempt?.end("empty", res.status);
+          d.router.failed(c);
+          last = endedEarly(c);
+          continue;
+        }
+        attempt?.end("ok", res.status);
+        d.router.succeeded(c, org);
+        return new Response(passBinary(first.value, reader, record, () => ac.abort()), { status: res.status, headers: timed(markProvider(headers, c.provider, attempts)) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
       // build a JavaScript stream over a body that may be complete already.
@@ -346,6 +386,45 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   const status = last.status === 504 ? 504 : last.status >= 500 && last.status !== 503 ? 502 : 503;
   record(status);
   throw new ApiError(status, status === 503 ? `all provider candidates are unavailable (${last.message})` : last.message, { headers: { "server-timing": timing.header() } });
+}
+
+/** Unit-priced usage (images, audio seconds, characters) at the model's unit price; undefined leaves pricing to the catalog's token prices. */
+function unitCost(d: Deps, model: string, usage: Usage): number | undefined {
+  if (usage.images === undefined && usage.audioSeconds === undefined && usage.characters === undefined) return undefined;
+  return d.unitCost?.(model, usage);
+}
+
+/**
+ * A binary answer's bytes as they arrive; its usage is recorded once, when it ends:
+ * 200 when complete, 499 when the client went away, 502 when the upstream broke off.
+ */
+function passBinary(first: Uint8Array, reader: UpstreamReader, record: (status: number) => void, abort: () => void): ReadableStream<Uint8Array> {
+  let recorded = false;
+  const finish = (status: number) => {
+    if (!recorded) (recorded = true), record(status);
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(first);
+    },
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          finish(200);
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (e) {
+        finish(502);
+        controller.error(e);
+      }
+    },
+    cancel() {
+      finish(499);
+      abort();
+      return reader.cancel().catch(() => {});
+    },
+  });
 }
 
 /** A stream that ended before its first byte: the next candidate may still answer. */

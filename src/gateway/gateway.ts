@@ -1,15 +1,19 @@
 import type { AuthContext } from "../http/auth";
+import { ApiError } from "../http/errors";
 import { rawBodies } from "../http/body";
 import { catalogFor } from "../catalog";
 import { usageMeterFor } from "../metering";
 import { observabilityFor } from "../observability/wiring";
+import { SharedCooldowns } from "./shared-cooldowns";
 import type { Services } from "../services";
+import { GenerationPricing } from "../generation/pricing";
 import { admit, release } from "./admission";
 import { gatewayConfig } from "./config";
 import { type Call, type Deps, forward } from "./forward";
 import type { ModelProvider } from "./provider";
 import type { Protocol } from "./protocols";
 import { type Candidate, type ProviderEntry, Router } from "./router";
+import { spoolUpload } from "./upload";
 
 /** What a surface handler has after validation. */
 export interface Incoming {
@@ -36,12 +40,23 @@ export class Gateway {
     const catalog = catalogFor(s);
     this.router = new Router(this.providers, config, { vendorOf: (m) => catalog.get(m)?.vendor });
     const observe = observabilityFor(s);
+    // Images, speech and transcription are priced per unit: the generation tasks' price table (and its CONFIG_FILE overrides).
+    const unitPrices = new GenerationPricing(catalog, s.config.file.generation);
     if (observe) this.router.onCooldown = (c) => observe.cooldown(c.provider, c.model);
+    if (s.config.redisUrl) {
+      const shared = new SharedCooldowns(s.config.redisUrl, s.config.limits.redisKeyPrefix, s.log.child({ module: "gateway" }), { cooldownFailures: config.options.cooldownFailures, cooldownMs: config.options.cooldownSeconds * 1000 }, (key, h) =>
+        this.router.applyShared(key, h),
+      );
+      this.router.shared = shared;
+      void shared.start();
+      s.onShutdown.push(() => shared.stop());
+    }
     this.deps = {
       router: this.router,
       meter: usageMeterFor(s),
       options: config.options,
       observe,
+      unitCost: (model, u) => unitPrices.unitCost(model, { images: u.images, seconds: u.audioSeconds, characters: u.characters }),
       accessLog: s.log.enabled("info") ? { cost: (model, usage) => catalog.cost(model, usage) } : undefined,
     };
   }
@@ -76,6 +91,37 @@ export class Gateway {
       ...inc,
       ...opts.extra,
     });
+  }
+
+  /**
+   * A multipart upload naming its model in a form field (image edits, transcriptions):
+   * spooled to disk as it arrives (upload.ts), then sent to each candidate from there,
+   * with the model field rewritten where a route maps the model. The spool file is
+   * removed once the request is over, fallbacks included.
+   */
+  async forwardUpload(protocol: Protocol, inc: Incoming, defaultModel?: string): Promise<Response> {
+    const upload = await spoolUpload(inc.request, this.s.config.bodyLimitBytes, ["model", "stream"]);
+    try {
+      const model = upload.fields.get("model")?.value ?? defaultModel;
+      if (!model) throw new ApiError(400, "model is required: send it as the form's 'model' field");
+      const stream = upload.fields.get("stream")?.value === "true";
+      const candidates = this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+      const res = await this.run({
+        protocol,
+        publicModel: model,
+        stream,
+        candidates,
+        body: () => undefined,
+        upload: (c) => ({ body: upload.body(c.model), contentType: upload.contentType }),
+        ...inc,
+      });
+      // Upstreams read the whole upload before answering; an open handle keeps the bytes readable after the unlink.
+      void upload.remove();
+      return res;
+    } catch (e) {
+      void upload.remove();
+      throw e;
+    }
   }
 
   /** generateContent: the model is in the path, so the body always goes through unchanged. */

@@ -30,6 +30,11 @@ export interface UpstreamRequest {
   streamFormat?: "json-array";
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
   traceparent?: string;
+  /**
+   * A multipart upload sent instead of `body` (image edits, transcriptions): the bytes
+   * (a spooled file, streamed from disk) and their content type with its boundary.
+   */
+  upload?: { body: Blob; contentType: string };
   /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
   json?: Record<string, unknown>;
 }
@@ -133,10 +138,12 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
     models: spec.models ?? [],
     incompatible: spec.incompatible,
     send(req) {
+      let headers = req.traceparent ? { ...spec.headers(req), traceparent: req.traceparent } : spec.headers(req);
+      if (req.upload) headers = { ...headers, "content-type": req.upload.contentType };
       return fetch(base + withResource(spec.path(req), req.resource), {
-        method: req.resource?.method ?? (req.body === undefined ? "GET" : "POST"),
-        headers: req.traceparent ? { ...spec.headers(req), traceparent: req.traceparent } : spec.headers(req),
-        body: req.body,
+        method: req.resource?.method ?? (req.body === undefined && !req.upload ? "GET" : "POST"),
+        headers,
+        body: req.upload?.body ?? req.body,
         signal: req.signal,
         // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.
         redirect: "manual",

@@ -140,20 +140,27 @@ async function onStored(
     candidates: [c],
     body: () => (method === "POST" ? "{}" : undefined),
     resource: { method, path: `/${encodeURIComponent(id)}${suffix}`, query: queryOf(inc.request) },
-    // Only the first finished read of a background response counts its usage.
-    unmetered: !meter || opts.stream === true,
+    // Only the first finished read of a background response counts its usage, streamed
+    // (followed to its end) or not.
+    unmetered: !meter,
+    claimUsage: meter && opts.stream === true ? () => claim(g, id) : undefined,
     ...inc,
     async onBody(json) {
       if (method === "DELETE" && json?.deleted === true) await g.s.db.delete(gatewayResponses).where(eq(gatewayResponses.id, id));
       if (!meter || !TERMINAL.has(json?.status)) return false;
-      const won = await g.s.db
-        .update(gatewayResponses)
-        .set({ metered: true })
-        .where(and(eq(gatewayResponses.id, id), eq(gatewayResponses.metered, false)))
-        .returning({ id: gatewayResponses.id });
-      return won.length > 0;
+      return claim(g, id);
     },
   });
+}
+
+/** True for the one read that gets to count a background response's usage (one UPDATE, so concurrent reads cannot both win). */
+async function claim(g: Gateway, id: string): Promise<boolean> {
+  const won = await g.s.db
+    .update(gatewayResponses)
+    .set({ metered: true })
+    .where(and(eq(gatewayResponses.id, id), eq(gatewayResponses.metered, false)))
+    .returning({ id: gatewayResponses.id });
+  return won.length > 0;
 }
 
 const tags = ["model gateway"];
@@ -202,7 +209,7 @@ export function responsesLifecycleRoutes(g: Gateway) {
     .get(
       "/v1/responses/:id",
       ({ params, query, request, auth, requestId, startedAt }) =>
-        onStored(g, { request, auth, requestId, startedAt }, params.id, "GET", "", { stream: query.stream === "true", meter: query.stream !== "true" }),
+        onStored(g, { request, auth, requestId, startedAt }, params.id, "GET", "", { stream: query.stream === "true", meter: true }),
       {
         params: Id,
         query: t.Object({ stream: t.Optional(t.String()), starting_after: t.Optional(t.String()) }, { additionalProperties: true }),
@@ -212,7 +219,7 @@ export function responsesLifecycleRoutes(g: Gateway) {
           ...responds({ 200: sse(RESPONSES_EVENTS, ResponseObject) }, [404, 502, 503, 504]),
           summary: "Retrieve a response",
           description:
-            "Reads a response at the provider that created it (poll a `background` one until it finishes); `stream=true` replays its events from `starting_after` where the provider serves that. Another organization's id is 404. A background response's usage is metered on its first finished read.",
+            "Reads a response at the provider that created it (poll a `background` one until it finishes); `stream=true` replays its events from `starting_after` where the provider serves that. Another organization's id is 404. A background response's usage is metered on its first finished read, streamed (followed to the end) or not.",
         },
       },
     )

@@ -51,6 +51,8 @@ export class Router {
   private readonly health = new Map<string, { failures: number; until: number }>();
   /** Told when a candidate enters (or stays in) cool-down (metrics). */
   onCooldown?: (c: Candidate) => void;
+  /** Failures and recoveries shared with the other replicas (shared-cooldowns.ts, REDIS_URL); undefined: this process alone. */
+  shared?: { failed(key: string): void; succeeded(key: string): void };
   /** Resolutions from routes and the catalog (a bounded set), per protocol and model. */
   private readonly cache = new Map<string, Candidate[]>();
 
@@ -184,10 +186,24 @@ export class Router {
       this.onCooldown?.(c);
     }
     this.health.set(c.key, h);
+    this.shared?.failed(c.key);
+  }
+
+  /**
+   * What another replica saw of a candidate (its shared failure count and cool-down; undefined:
+   * it answered again). Counts only grow here: a replica's own failures are in the shared count.
+   */
+  applyShared(key: string, shared: { failures: number; until: number } | undefined): void {
+    if (!shared) return void this.health.delete(key);
+    const h = this.health.get(key) ?? { failures: 0, until: 0 };
+    h.failures = Math.max(h.failures, shared.failures);
+    h.until = Math.max(h.until, shared.until);
+    this.health.set(key, h);
   }
 
   succeeded(c: Candidate, organizationId?: string): void {
-    if (this.health.size !== 0) this.health.delete(c.key);
+    // Shared only when there was something to clear: a success costs no Redis call.
+    if (this.health.size !== 0 && this.health.delete(c.key)) this.shared?.succeeded(c.key);
     if (this.limited.size !== 0 && organizationId !== undefined) this.limited.delete(limitKey(organizationId, c));
   }
 

@@ -9,8 +9,10 @@ import { gatewayFor } from "./gateway";
 import { createInteraction, getInteraction } from "./interactions";
 import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
+import { DEFAULT_MODERATION_MODEL } from "./protocols/moderations";
 import type { ModelInPathRoute } from "./protocols/spec";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
+import { storedResourceRoutes } from "./stored-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -95,10 +97,31 @@ export function gatewayRoutes(s: Services) {
         const inc = { request, auth, requestId, startedAt };
         // A response id is remembered with the candidate that served it, and continued there (responses-lifecycle.ts).
         if (name === "responses") return createResponse(g, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined });
+        // Moderations may leave the model out (the vendor's default): routing still needs one.
+        if (name === "moderations" && (body as { model?: unknown }).model === undefined) return g.forwardJson(name, inc, { ...(body as object), model: DEFAULT_MODERATION_MODEL }, { patch: { model: DEFAULT_MODERATION_MODEL } });
+        // Speech is priced per character of its input; the audio answer reports nothing.
+        if (name === "speech") return g.forwardJson(name, inc, body as ModelBody, { extra: { usage: { characters: String((body as { input?: unknown }).input ?? "").length } } });
         return g.forwardJson(name, inc, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
       },
       { body: route.body, detail: { tags, operationId: route.operationId, ...responds({ 200: route.success }, [...route.errors]), summary: route.summary, description: route.description } },
     );
+  }
+  // POST <path> with a multipart upload (the model in a form field): streamed to a spool file, never parsed whole.
+  for (const spec of PROTOCOL_SPECS) {
+    const route = spec.route;
+    if (route.kind !== "multipart") continue;
+    const { name } = spec;
+    const defaultModel = route.defaultModel;
+    app.post(route.path, ({ request, auth, requestId, startedAt }) => g.forwardUpload(name, { request, auth, requestId, startedAt }, defaultModel), {
+      detail: {
+        tags,
+        operationId: route.operationId,
+        requestBody: { required: true, content: { "multipart/form-data": { schema: route.form } } },
+        ...responds({ 200: route.success }, [...route.errors]),
+        summary: route.summary,
+        description: route.description,
+      },
+    });
   }
   // POST {version}/models/{model}:{action}: the action picks the protocol (and whether it streams).
   // Each action's body is checked against its own protocol's schema: the route's schema
@@ -141,7 +164,7 @@ export function gatewayRoutes(s: Services) {
     // Interactions are a resource (create, then read by id) with routes of their own.
     app
       .post(`${v}/interactions`, ({ body, request, auth, requestId, startedAt }) => createInteraction(g, { request, auth, requestId, startedAt }, body as ModelBody, v), {
-        body: protocolSpec("interactions").route.body,
+        body: (protocolSpec("interactions").route as { body: TSchema }).body,
         detail: {
           tags,
           operationId: id("createInteraction"),
@@ -156,7 +179,7 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, operationId: id("getInteraction"), ...responds({ 200: Interaction }, [404, 502, 503, 504]), summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(responsesLifecycleRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+  return app.use(responsesLifecycleRoutes(g)).use(storedResourceRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }
 
 /**

@@ -46,3 +46,25 @@ export const gatewayResponses = pgTable(
   },
   (t) => [index("gateway_responses_org_idx").on(t.organizationId)],
 );
+
+/**
+ * Stored resources of the pass-through APIs (OpenAI files and batches): which provider
+ * holds an upstream id and which organization created it. Later calls on the id go to
+ * that provider only; another organization's id is unknown (404) and never reaches an
+ * upstream. The last object the upstream returned is kept, so listings show only this
+ * organization's resources (the upstream account, shared by every organization, would list all).
+ */
+export const gatewayStoredResources = pgTable(
+  "gateway_stored_resources",
+  {
+    id: text("id").primaryKey(),
+    /** `file` or `batch`. */
+    kind: text("kind").notNull(),
+    organizationId: text("organization_id").notNull(),
+    keyId: text("key_id").notNull(),
+    provider: text("provider").notNull(),
+    object: jsonb("object").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("gateway_stored_resources_org_idx").on(t.organizationId, t.kind, t.createdAt)],
+);

@@ -33,6 +33,8 @@ const BUILTIN: Record<string, UnitPrice> = {
   "tts-1": { perMCharacters: 15, type: "audio" },
   "tts-1-hd": { perMCharacters: 30, type: "audio" },
   "gpt-4o-mini-tts": { perMCharacters: 12, type: "audio" },
+  // Speech to text, priced per second of audio ($0.006 a minute); no generation type.
+  "whisper-1": { perSecond: 0.0001 },
   "sora-2": { perSecond: 0.1, type: "video" },
   "sora-2-pro": { perSecond: 0.3, type: "video" },
   "imagen-4.0-generate-001": { perImage: 0.04, type: "image" },
@@ -79,6 +81,16 @@ export class GenerationPricing {
     const asked = requestedUnits(type, input);
     const units = { images: usage?.images ?? asked.images, seconds: usage?.seconds ?? asked.seconds, characters: usage?.characters ?? asked.characters };
     return this.price(model, type, units) ?? 0;
+  }
+
+  /**
+   * USD for units the gateway's pass-through surfaces report (images returned, seconds
+   * transcribed, characters spoken), at this model's unit prices; undefined when it has none.
+   */
+  unitCost(model: string, u: { images?: number; seconds?: number; characters?: number }): number | undefined {
+    const p = this.prices.get(model);
+    if (!p) return undefined;
+    return (p.perRequest ?? 0) + (p.perImage ?? 0) * (u.images ?? 0) + (p.perSecond ?? 0) * (u.seconds ?? 0) + ((p.perMCharacters ?? 0) * (u.characters ?? 0)) / 1e6;
   }
 
   private price(model: string, type: GenerationType, u: { images: number; seconds: number; characters: number }): number | undefined {

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, jsonb, numeric, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { customType, index, integer, jsonb, numeric, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * Asynchronous model tasks (Predictions). The table is also the work queue: workers
@@ -81,3 +81,21 @@ export const generationMedia = pgTable(
   },
   (t) => [index("generation_media_prediction_idx").on(t.predictionId)],
 );
+
+/** Raw bytes (postgres.js hands back a Buffer and PGlite a Uint8Array; both are Uint8Arrays). */
+const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
+  dataType: () => "bytea",
+  toDriver: (v) => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength)),
+  fromDriver: (v) => (v instanceof Uint8Array ? v : new Uint8Array(v as ArrayBufferLike)),
+});
+
+/**
+ * The files themselves, when they live in the database (storage.ts, DatabaseMediaStore:
+ * the default with DATABASE_URL), so every replica serves every output URL.
+ */
+export const mediaObjects = pgTable("media_objects", {
+  key: text("key").primaryKey(),
+  contentType: text("content_type").notNull(),
+  data: bytea("data").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});

@@ -3,7 +3,8 @@
  * router candidates), submission with the spending check, the terminal transition
  * (state + event + media rows in one transaction) and settlement of the cost.
  */
-import { isSpendPeriod, spentInPeriod } from "../budgets/period";
+import { ORG_SPEND_MESSAGE, orgBudgetsFor } from "../budgets";
+import { budgetRoom } from "../budgets/leases";
 import { clockOf } from "../clock";
 import { randomBytes } from "node:crypto";
 import { and, eq, inArray, sql } from "drizzle-orm";
@@ -22,7 +23,7 @@ import type { Services } from "../services";
 import type { GenerationSettings } from "./config";
 import { GenerationPricing } from "./pricing";
 import { generationMedia, predictions } from "./schema";
-import { defaultMediaStore, extensionFor, type MediaStore } from "./storage";
+import { extensionFor, type MediaStore, mediaStoreFor } from "./storage";
 
 export type Prediction = typeof predictions.$inferSelect;
 export type TerminalStatus = "completed" | "failed" | "timeout";
@@ -53,7 +54,7 @@ export class Generation {
   constructor(readonly s: Services) {
     this.settings = { ...s.config.generation, publicUrl: s.config.publicUrl };
     this.pricing = new GenerationPricing(catalogFor(s), s.config.file.generation);
-    this.store = defaultMediaStore(s.config.dataDir, this.settings.mediaDir);
+    this.store = mediaStoreFor({ db: s.db, serverDatabase: s.database.kind !== "pglite", dataDir: s.config.dataDir, mediaDir: this.settings.mediaDir });
   }
 
   get router() {
@@ -92,36 +93,25 @@ export class Generation {
     // Priced as the public name when it has a price, else as the model the first candidate runs.
     const priced = !this.pricing.has(req.model) && req.upstreamModel ? req.upstreamModel : req.model;
     const estimate = this.pricing.estimate(priced, req.type, req.input);
+    const keyLimited = auth.key.spendingLimit !== null;
+    const orgLimited = orgBudgetsFor(this.s).get(auth.organizationId)?.spendingLimit != null;
     const row = await this.s.db.transaction(async (tx) => {
-      // Keys with a spending limit: lock the key row, so concurrent submissions of one key
-      // are checked one after another and together cannot reserve more than the limit.
-      // Keys without one (as the key cache knows them) skip the lock and the sum.
-      const [key] =
-        auth.key.spendingLimit === null
-          ? []
-          : rowsOf<{ spending_limit: string | null; spend_period: string; spent: string; period_spent: string; period_start: string | Date | null; held: string }>(
-              // `held`: what the key's model requests in flight hold (src/budgets/hold.ts).
-              await tx.execute(
-                sql`select spending_limit, spend_period, spent, period_spent, period_start, case when reserved_until > ${clockOf(this.s).now().toISOString()}::timestamptz then reserved else 0 end as held from api_keys where id = ${auth.key.id} for update`,
-              ),
-            );
-      if (key?.spending_limit !== null && key?.spending_limit !== undefined) {
-        const [r] = rowsOf<{ reserved: string }>(
-          await tx.execute(sql`select coalesce(sum(estimated_cost), 0) as reserved from predictions where key_id = ${auth.key.id} and settlement = 'pending'`),
-        );
-        const spent = spentInPeriod(
-          {
-            spendingLimit: Number(key.spending_limit),
-            spendPeriod: isSpendPeriod(key.spend_period) ? key.spend_period : "none",
-            spent: Number(key.spent),
-            periodSpent: Number(key.period_spent),
-            periodStart: key.period_start === null ? null : new Date(key.period_start),
-          },
-          clockOf(this.s).now(),
-        );
-        if (spent + Number(r.reserved) + Number(key.held) + estimate > Number(key.spending_limit)) {
-          throw new ApiError(402, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
-        }
+      // Owners with a spending limit (as the caches know them): lock the key's row, then the
+      // organization's (the order every budget write takes), so concurrent submissions and
+      // the gateway's lease grants (src/budgets/leases.ts) of either are checked one after
+      // another and together cannot hold more than the limit. The task's estimate then
+      // counts as pending in every grant until it is settled. Owners without one skip the
+      // lock and the sums.
+      const now = clockOf(this.s).now().getTime();
+      if (keyLimited) await tx.execute(sql`select 1 from api_keys where id = ${auth.key.id} for update`);
+      if (orgLimited) await tx.execute(sql`select 1 from organizations where id = ${auth.organizationId} for update`);
+      if (keyLimited) {
+        const room = await budgetRoom(tx, "api_keys", auth.key.id, now);
+        if (room !== null && room < estimate) throw new ApiError(402, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
+      }
+      if (orgLimited) {
+        const room = await budgetRoom(tx, "organizations", auth.organizationId, now);
+        if (room !== null && room < estimate) throw new ApiError(402, ORG_SPEND_MESSAGE, { code: "spending_limit_exceeded" });
       }
       const [inserted] = await tx
         .insert(predictions)

@@ -1,5 +1,8 @@
 import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { mediaObjects } from "./schema";
 
 /**
  * Where generated media lives. The default keeps files under the data directory; an
@@ -55,8 +58,39 @@ export class FileMediaStore implements MediaStore {
   }
 }
 
+/**
+ * Media in the database: with several replicas on one PostgreSQL, the replica that
+ * downloaded a file is not the one every client asks, and none has the others' disks.
+ */
+export class DatabaseMediaStore implements MediaStore {
+  constructor(private readonly db: Db) {}
+
+  async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+    await this.db.insert(mediaObjects).values({ key, contentType, data: bytes }).onConflictDoUpdate({ target: mediaObjects.key, set: { contentType, data: bytes } });
+  }
+
+  async get(key: string): Promise<Uint8Array | undefined> {
+    const [row] = await this.db.select({ data: mediaObjects.data }).from(mediaObjects).where(eq(mediaObjects.key, key));
+    return row?.data;
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.db.delete(mediaObjects).where(eq(mediaObjects.key, key));
+  }
+}
+
 export function defaultMediaStore(dataDir: string, mediaDir?: string): FileMediaStore {
   return new FileMediaStore(mediaDir ?? join(dataDir, "media"));
+}
+
+/**
+ * Where this service keeps media: MEDIA_DIR when set (a directory every replica shares,
+ * if there are several); else the database on a PostgreSQL server, which every replica
+ * reads; else DATA_DIR/media (the embedded database has one process).
+ */
+export function mediaStoreFor(o: { db: Db; serverDatabase: boolean; dataDir: string; mediaDir?: string }): MediaStore {
+  if (!o.mediaDir && o.serverDatabase) return new DatabaseMediaStore(o.db);
+  return defaultMediaStore(o.dataDir, o.mediaDir);
 }
 
 const EXT: Record<string, string> = {

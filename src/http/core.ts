@@ -263,8 +263,13 @@ function jsonString(s: string): string {
  */
 export function bodyParser(bodyLimitBytes: number) {
   return new Elysia().use(requestContext).onParse({ as: "scoped" }, ({ request, contentType, surface }) =>
-    surface.multipart && isMultipart(request) ? parseMultipartBody(request, bodyLimitBytes) : parseJsonBody(request, contentType, bodyLimitBytes, !surface.passThrough),
+    surface.streamedBody
+      ? STREAMED_BODY
+      : surface.multipart && isMultipart(request) ? parseMultipartBody(request, bodyLimitBytes) : parseJsonBody(request, contentType, bodyLimitBytes, !surface.passThrough),
   );
 }
+
+/** The parsed "body" of a route that reads its request's body stream itself (Surface.streamedBody). */
+const STREAMED_BODY = Object.freeze({});
 
 export { ApiError };

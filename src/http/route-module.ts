@@ -15,7 +15,7 @@ export interface RouteModule {
    * Takes requests before any route, CORS or authentication sees them (sandbox host
    * routing: by host name, whatever the path); undefined when it has nothing to take.
    */
-  front?: (s: Services) => Elysia<any, any, any, any, any, any, any> | undefined;
+  front?: (s: Services, dispatch: (request: Request) => Promise<Response>) => Elysia<any, any, any, any, any, any, any> | undefined;
   /**
    * Background work of the domain (workers, reapers), started once the database is
    * ready. The returned function runs at shutdown, before the database closes.

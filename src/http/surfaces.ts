@@ -36,6 +36,11 @@ export interface Surface {
   /** Also accepts multipart/form-data bodies (file uploads), under the same size limit as JSON. */
   multipart?: boolean;
   /**
+   * The route reads the request body itself, as a stream (multipart uploads the gateway
+   * spools to disk): the body parser leaves it unread.
+   */
+  streamedBody?: boolean;
+  /**
    * Bodies are forwarded upstream as the client sent them and not stored (the model
    * protocols): strings the database could not store (NUL, lone surrogates) are let through.
    */

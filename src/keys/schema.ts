@@ -1,4 +1,4 @@
-import { boolean, index, integer, numeric, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { boolean, index, integer, jsonb, numeric, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * Budget columns, on keys and organizations alike (see src/budgets/period.ts): the limit,
@@ -16,12 +16,13 @@ const budgetColumns = () => ({
   periodSpent: numeric("period_spent", { precision: 18, scale: 6, mode: "number" }).notNull().default(0),
   periodStart: timestamp("period_start", { withTimezone: true }),
   /**
-   * USD held for requests in flight (their maximum cost, src/budgets/reserve.ts), released
-   * by the usage meter in the same statement that adds their real cost. Counts only until
-   * `reserved_until`: holds of a process that died are not kept for ever.
+   * Budget leased to each service process (src/budgets/leases.ts), by holder id:
+   * `{ "<holder>": { "a": USD, "u": epoch ms until which it counts } }`. Every process
+   * counts the live leases of all others against the limit before it takes its own; the
+   * usage meter moves a request's cost from its process's lease to `spent` in the same
+   * statement. A lease past `u` counts as nothing: one of a process that died frees itself.
    */
-  reserved: numeric("reserved", { precision: 18, scale: 9, mode: "number" }).notNull().default(0),
-  reservedUntil: timestamp("reserved_until", { withTimezone: true }),
+  leases: jsonb("leases").$type<Record<string, { a: number; u: number }>>().notNull().default({}),
 });
 
 export const organizations = pgTable("organizations", {

@@ -110,6 +110,11 @@ export interface RedisTokenLimiterOptions {
 export class RedisTokenLimiter implements TokenLimiter {
   private readonly scripts: RedisScripts;
   private readonly fallback = new LocalTokenLimiter();
+  /**
+   * Keys whose window a reservation found full, until when (epoch ms): the check before the
+   * body is read answers from here, without a round trip (see check).
+   */
+  private readonly fullUntil = new Map<string, number>();
 
   constructor(private readonly opts: RedisTokenLimiterOptions) {
     this.scripts = new RedisScripts(opts.url, opts.log, "token limits", opts.timeoutMs);
@@ -140,6 +145,7 @@ export class RedisTokenLimiter implements TokenLimiter {
         const res = { wait: Number(r[0]) || 0, at: Number(r[1]) || 0 };
         // Counted here too, so this process's window is warm if Redis goes away.
         if (res.wait === 0) this.fallback.add(keyId, tokens);
+        else this.fullUntil.set(keyId, Date.now() + res.wait * 1000);
         return res;
       })
       .catch((err) => {
@@ -157,16 +163,23 @@ export class RedisTokenLimiter implements TokenLimiter {
     this.scripts.run(SETTLE_TOKENS_LUA, [this.windowKey(keyId)], [String(r.at), String(Math.round(delta))]).catch((err) => this.scripts.warn("Redis token settlement failed", err));
   }
 
-  check(keyId: string, cap: number): number | Promise<number> {
+  /**
+   * The early refusal, before the body is read: from what this process's last reservation
+   * of the key found (a window it found full stays refused here for the wait it was told),
+   * not a round trip per request. The reservation at admission (src/gateway/admission.ts)
+   * is what holds the cap, atomically in Redis; this only spares reading the bodies of
+   * requests that would be refused anyway. A window filled by other processes alone is
+   * found full by this process's next reservation.
+   */
+  check(keyId: string, cap: number): number {
     if (cap <= 0) return 0;
     if (!this.scripts.ready()) return this.fallback.check(keyId, cap);
-    return this.scripts
-      .run(CHECK_TOKENS_LUA, [this.windowKey(keyId)], [String(cap)])
-      .then((n) => Number(n) || 0)
-      .catch((err) => {
-        this.scripts.warn("Redis token check failed; using this process's window", err);
-        return this.fallback.check(keyId, cap);
-      });
+    const until = this.fullUntil.get(keyId);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left > 0) return Math.ceil(left / 1000);
+    this.fullUntil.delete(keyId); // bounded: keys refused within the last minute
+    return 0;
   }
 
   close(): void {

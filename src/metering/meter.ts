@@ -31,8 +31,8 @@ export interface UsageRecord {
   /** The counts are the gateway's estimate, not the vendor's report. */
   estimated?: boolean;
   /**
-   * What was held for this request before it was forwarded (src/budgets/reserve.ts): the
-   * batch that adds its cost releases the hold in the same statement.
+   * What was held for this request before it was forwarded (src/gateway/admission.ts): the
+   * batch that adds its cost takes it off the process's budget lease in the same statement.
    */
   hold?: BudgetHold;
   /** Upstream tries (fallbacks and resends included); 1 when absent. */
@@ -132,7 +132,8 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 
   record(u: UsageRecord): void {
-    if (u?.hold) u.hold.recorded = true;
+    const hold = u?.hold;
+    if (hold) hold.recorded = true;
     try {
       const at = this.now();
       const cost = this.priced(u, at);
@@ -141,12 +142,17 @@ export class BatchingUsageMeter implements UsageMeter {
       // batch it is in, and batches are retried whole.
       if (!u || typeof u.organizationId !== "string" || !u.organizationId || typeof u.keyId !== "string" || !u.keyId || typeof u.publicModel !== "string") {
         this.log.error("usage record without organization, key or model ignored", { requestId: u?.requestId });
+        if (hold?.leased) hold.leases?.released(hold.leased);
         return;
       }
       if (this.queue.length >= this.maxQueued) {
-        this.queue.shift();
+        const lost = this.queue.shift();
+        // Its cost will not be written: nothing will take it off the lease either.
+        if (lost?.hold?.leased) lost.hold.leases?.written(lost.hold.leased, 0);
         if (this.dropped++ % 1000 === 0) this.log.error("usage queue full (database unreachable?); dropping oldest records", { dropped: this.dropped });
       }
+      // The hold becomes this request's cost, unwritten until its batch is committed.
+      if (hold?.leased) hold.leases?.settled(hold.leased, cost && cost > 0 ? cost : 0);
       const queued: Queued = { ...u, at, cost };
       // Bodies are dropped here unless kept: a queue of full prompts would hold megabytes.
       if (this.bodyChars > 0) {
@@ -235,14 +241,18 @@ export class BatchingUsageMeter implements UsageMeter {
   private async write(batch: Queued[]): Promise<void> {
     const keySpend = new SpendByDay();
     const orgSpend = new SpendByDay();
+    /** This process's lease holder (every held record of a process carries the same). */
+    let holder: string | undefined;
     const rows = batch.map((u): UsageRow => {
       const usage = { inputTokens: int(u.inputTokens), outputTokens: int(u.outputTokens) };
       // Priced when queued (see priced).
       const cost = u.cost;
       if ((cost && cost > 0) || u.hold) {
         const c = cost && cost > 0 ? cost : 0;
-        keySpend.add(u.keyId, u.at, c, u.hold?.key ? u.hold.amount : 0);
-        orgSpend.add(u.organizationId, u.at, c, u.hold?.org ? u.hold.amount : 0);
+        // A held request's cost moves from this process's lease to the spend (leases.ts).
+        keySpend.add(u.keyId, u.at, c, u.hold?.key ? c : 0);
+        orgSpend.add(u.organizationId, u.at, c, u.hold?.org ? c : 0);
+        if (u.hold?.leases) holder = u.hold.leases.holder;
       }
       return {
         series: {
@@ -279,7 +289,12 @@ export class BatchingUsageMeter implements UsageMeter {
     const orgs = orgSpend.json();
     const hourly = hourlySums(rows);
     const embedded = embeddedClient(this.db);
-    if (embedded) return writeEmbedded(embedded, rows, keys, orgs, hourly);
+    if (embedded) await writeEmbedded(embedded, rows, keys, orgs, hourly, holder);
+    else await this.writeServer(rows, keys, orgs, hourly, holder);
+    for (const u of batch) if (u.hold?.leased) u.hold.leases?.written(u.hold.leased, u.cost && u.cost > 0 ? u.cost : 0);
+  }
+
+  private async writeServer(rows: UsageRow[], keys: string, orgs: string, hourly: string, holder: string | undefined): Promise<void> {
     // One statement, so one round trip and atomic on its own: the rows and the spend they
     // add are committed together or not at all. The batch travels as one JSON parameter:
     // thousands of bind parameters cost more to build and parse than the insert itself.
@@ -296,8 +311,8 @@ export class BatchingUsageMeter implements UsageMeter {
       ),
       ${sql.raw(KEY_SPEND[0])}${keys}${sql.raw(KEY_SPEND[1])},
       ${sql.raw(ORG_SPEND[0])}${orgs}${sql.raw(ORG_SPEND[1])},
-      k_done as (${sql.raw(spendUpdate("k", "api_keys"))} returning 1)
-      ${sql.raw(spendUpdate("o", "organizations"))}`);
+      k_done as (${sql.raw(spendUpdate("k", "api_keys", holder))} returning 1)
+      ${sql.raw(spendUpdate("o", "organizations", holder))}`);
   }
 
   /**
@@ -415,7 +430,7 @@ const RECORD_TYPES =
  * cheaper again than COPY's CSV, whose timestamps alone cost more to parse than the rest
  * of the row), then the hourly sums and the spend, in one transaction.
  */
-async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: string, orgs: string, hourly: string): Promise<void> {
+async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: string, orgs: string, hourly: string, holder: string | undefined): Promise<void> {
   const copy = new BinaryCopyWriter(rows.length * 96);
   for (const r of rows) {
     // Fields in COLUMNS order, each in its column's type.
@@ -445,8 +460,8 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
   await client.transaction(async (tx) => {
     await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
     await tx.query(`${ADD_HOURLY[0]}$1${ADD_HOURLY[1]}`, [hourly]);
-    if (keys !== "[]") await tx.query(`with ${KEY_SPEND[0]}$1${KEY_SPEND[1]} ${spendUpdate("k", "api_keys")}`, [keys]);
-    if (orgs !== "[]") await tx.query(`with ${ORG_SPEND[0]}$1${ORG_SPEND[1]} ${spendUpdate("o", "organizations")}`, [orgs]);
+    if (keys !== "[]") await tx.query(`with ${KEY_SPEND[0]}$1${KEY_SPEND[1]} ${spendUpdate("k", "api_keys", holder)}`, [keys]);
+    if (orgs !== "[]") await tx.query(`with ${ORG_SPEND[0]}$1${ORG_SPEND[1]} ${spendUpdate("o", "organizations", holder)}`, [orgs]);
   });
 }
 

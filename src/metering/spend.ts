@@ -11,7 +11,7 @@ const COST_SCALE = 9;
 export class SpendByDay {
   private readonly costs = new Map<string, { id: string; day: number; cost: number; release: number }>();
 
-  /** `release`: USD held for the request (see BudgetHold), let go in the same update. */
+  /** `release`: USD taken off this process's budget lease in the same update (src/budgets/leases.ts). */
   add(id: string, at: number, cost: number, release = 0): void {
     const day = Math.floor(at / DAY_MS) * DAY_MS;
     const k = `${id}\0${day}`;
@@ -54,13 +54,19 @@ export const ORG_SPEND = spendCtes("o", "organizations");
  * earlier period than the one it holds (a late batch of another process: that period is
  * over). Bumps `updated_at`, so the change reaches every process's caches.
  */
-export function spendUpdate(p: string, table: string): string {
+export function spendUpdate(p: string, table: string, holder?: string): string {
+  // The holder is this process's own random id (src/budgets/leases.ts), never a client's text.
+  if (holder !== undefined && !/^p[0-9a-f]{16}$/.test(holder)) throw new Error("invalid lease holder");
+  const leases = holder
+    ? `leases = case when a.released > 0 and t.leases -> '${holder}' is not null
+        then jsonb_set(t.leases, '{${holder},a}', to_jsonb(greatest(0, (t.leases #>> '{${holder},a}')::numeric - a.released))) else t.leases end,`
+    : "";
   return `update ${table} as t set spent = t.spent + a.total,
     period_spent = case when t.period_start is not distinct from a.latest then t.period_spent + a.latest_cost
                         when t.period_start is null or t.period_start < a.latest then a.latest_cost
                         else t.period_spent end,
     period_start = case when t.period_start is null or t.period_start < a.latest then a.latest else t.period_start end,
-    reserved = greatest(0, t.reserved - a.released),
+    ${leases}
     updated_at = now()
     from ${p}_agg a where t.id = a.id`;
 }

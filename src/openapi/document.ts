@@ -28,6 +28,7 @@ const TAGS: [name: string, description: string][] = [
   ["asynchronous generation", "Image, audio and video models as predictions; task costs"],
   ["usage", "Usage and the request log of the key's organization"],
   ["sandboxes", "E2B-style sandboxes: lifecycle, processes and files"],
+  ["templates", "Sandbox templates of the organization: builds from a Dockerfile or E2B's steps, their logs, tags and deletion"],
   ["events", "Sandbox lifecycle events and webhooks"],
   ["agents", "Managed agents and their versions"],
   ["environments", "Sandbox configurations for agent sessions"],

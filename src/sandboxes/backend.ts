@@ -33,6 +33,10 @@ export interface SharedTemplate {
   maxDiskSizeMB?: number;
   /** The network of its new sandboxes when a create does not say (over SANDBOX_NETWORK; never past `off`). */
   network?: "none" | "internet";
+  /** Run in the background when one of its sandboxes starts (E2B's setStartCmd; start-command.ts). */
+  startCmd?: string;
+  /** Run until it succeeds before a create returns (E2B's setReadyCmd). */
+  readyCmd?: string;
 }
 
 /** A sandbox's resources, resolved from its template and the create body. */
@@ -56,6 +60,8 @@ export interface CreateSpec<F = unknown> {
   resources: SandboxResources;
   /** Its egress rules, when its backend serves `network` (applied before the sandbox is handed out). */
   network?: EgressRules;
+  /** A snapshot (SandboxPause.snapshot) whose files the new sandbox starts with. */
+  fromSnapshot?: string;
 }
 
 export interface ExecSpec {
@@ -63,6 +69,8 @@ export interface ExecSpec {
   args: string[];
   envVars: Record<string, string>;
   timeoutMs: number;
+  /** Who runs it inside: "user" (uid 1000, the default) or "root" (image templates only: root of the sandbox's user namespace, unprivileged on the host). */
+  user?: SandboxUser;
   /** Aborting kills the command (a caller that no longer wants the result: an interrupted agent turn). */
   signal?: AbortSignal;
 }
@@ -93,7 +101,12 @@ export interface SpawnSpec {
   env: Record<string, string>;
   /** Working directory inside the sandbox (default: the home directory). */
   cwd?: string;
+  /** Who runs it inside (see ExecSpec.user). */
+  user?: SandboxUser;
 }
+
+/** The users a command can run as inside a sandbox, as E2B names them. */
+export type SandboxUser = "user" | "root";
 
 export interface SpawnedProcess {
   stdout: ReadableStream<Uint8Array>;
@@ -144,6 +157,13 @@ export const SANDBOX_CAPABILITIES: readonly SandboxCapability[] = ["processes", 
 
 /** Every backend: start and stop sandboxes, and find them again after a restart. `F`: its template fields. */
 export interface SandboxLifecycle<F = unknown> {
+  /**
+   * Its sandboxes live in this process's host and data directory (the local backend):
+   * only this process can reach them, so each belongs to this process's sandbox node
+   * and other replicas forward its requests here (sandboxes/nodes.ts). Unset: they run
+   * elsewhere (a remote provider) and any replica serves them.
+   */
+  readonly nodeLocal?: boolean;
   /** Why a template cannot run on this backend right now, or undefined when it can. */
   templateProblem(template: SandboxTemplate<F>): string | undefined;
   create(spec: CreateSpec<F>): Promise<BackendState>;
@@ -178,11 +198,37 @@ export interface SandboxFilesystem {
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]>;
 }
 
-/** `serves: ["pause"]`: freezes and thaws sandboxes. */
+export interface PauseOptions {
+  /**
+   * true (E2B's default): processes stay in memory, stopped, while the host is up; false:
+   * only the files are kept and the processes end (a resume starts the sandbox again).
+   * Either way the files are on disk, so a paused sandbox outlives a host reboot.
+   */
+  keepMemory: boolean;
+}
+
+export interface ResumeOptions<F = unknown> {
+  /** Its template and egress rules: what a sandbox started again from its files needs. */
+  template: SandboxTemplate<F>;
+  network?: EgressRules;
+  /** Start again from the files even when the processes are still kept (E2B's onResume: "reboot"). */
+  reboot?: boolean;
+}
+
+/**
+ * `serves: ["pause"]`: freezes and thaws sandboxes, and keeps their files on disk while
+ * paused; snapshots copy those files for new sandboxes (CreateSpec.fromSnapshot).
+ */
 export interface SandboxPause {
-  /** Freezes every process, keeping memory and files; may return an updated state. */
-  pause(id: string, state: BackendState): Promise<BackendState | void>;
-  resume(id: string, state: BackendState, timeoutSec: number): Promise<BackendState | void>;
+  /** Stops every process and writes the sandbox's files to disk; may return an updated state. */
+  pause(id: string, state: BackendState, opts?: PauseOptions): Promise<BackendState | void>;
+  resume(id: string, state: BackendState, timeoutSec: number, opts?: ResumeOptions): Promise<BackendState | void>;
+  /** Copies a running or paused sandbox's files as snapshot `snapshotId`; returns its size in bytes. */
+  snapshot?(id: string, state: BackendState, snapshotId: string): Promise<number>;
+  /** Removes a snapshot's files; succeeds when they are already gone. */
+  deleteSnapshot?(snapshotId: string): Promise<void>;
+  /** Start-up reconciliation: removes snapshot files the database does not list (a crash between the two). */
+  sweepSnapshots?(keep: Set<string>): Promise<void>;
 }
 
 /**
@@ -235,6 +281,8 @@ export function networkingOf(backend: SandboxBackend, serves: readonly SandboxCa
 }
 
 export function pauseOf(backend: SandboxBackend, serves: readonly SandboxCapability[]): SandboxPause | undefined {
-  const { pause, resume } = backend;
-  return serves.includes("pause") && pause && resume ? { pause: pause.bind(backend), resume: resume.bind(backend) } : undefined;
+  const { pause, resume, snapshot, deleteSnapshot, sweepSnapshots } = backend;
+  return serves.includes("pause") && pause && resume
+    ? { pause: pause.bind(backend), resume: resume.bind(backend), snapshot: snapshot?.bind(backend), deleteSnapshot: deleteSnapshot?.bind(backend), sweepSnapshots: sweepSnapshots?.bind(backend) }
+    : undefined;
 }

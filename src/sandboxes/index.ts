@@ -1,3 +1,4 @@
+import { Elysia } from "elysia";
 import type { RouteModule } from "../http/route-module";
 import { observabilityFor } from "../observability/wiring";
 import type { Services } from "../services";
@@ -5,6 +6,11 @@ import { SandboxNetworks } from "./network-service";
 import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxQuotas } from "./quota";
 import { SandboxService } from "./service";
+import { sandboxForwarding } from "./forward";
+import { finishDestroys, reapExpired, reconcile } from "./sweeps";
+import { nodeCallSurface, nodeRoutes } from "./node-routes";
+import { nodeCredential, nodeIdentity, SandboxNodes } from "./nodes";
+import { secretsKeyFor } from "../events/secrets";
 import { loadTemplates } from "./templates";
 
 const services = new WeakMap<Services, SandboxService>();
@@ -22,6 +28,7 @@ export function sandboxServiceOf(s: Services): SandboxService {
     svc.observe = observe;
     svc.networkMode = s.config.sandboxes.network;
     const c = s.config.sandboxes;
+    svc.nodes = sandboxNodesOf(s);
     svc.quotas = new SandboxQuotas(s.db, { maxSandboxes: c.orgMaxSandboxes, maxMemoryMB: c.orgMaxMemoryMB, maxCpus: c.orgMaxCpus });
     if (observe) {
       const service = svc;
@@ -30,6 +37,24 @@ export function sandboxServiceOf(s: Services): SandboxService {
     services.set(s, svc);
   }
   return svc;
+}
+
+const nodeSets = new WeakMap<Services, SandboxNodes>();
+
+/** This process as a sandbox node (nodes.ts), and where other nodes' sandboxes live. */
+export function sandboxNodesOf(s: Services): SandboxNodes {
+  let n = nodeSets.get(s);
+  if (!n) {
+    const key = secretsKeyFor(s);
+    n = new SandboxNodes(s.db, s.log.child({ module: "sandbox-nodes" }), {
+      id: nodeIdentity(s.config.dataDir),
+      url: s.config.sandboxes.nodeUrl,
+      heartbeatMs: s.config.sandboxes.nodeHeartbeatMs,
+      credential: key ? nodeCredential(key) : undefined,
+    });
+    nodeSets.set(s, n);
+  }
+  return n;
 }
 
 const networks = new WeakMap<Services, SandboxNetworks>();
@@ -42,24 +67,34 @@ export function sandboxNetworksOf(s: Services): SandboxNetworks {
 }
 
 export const sandboxesModule: RouteModule = {
-  surfaces: [sandboxSurface],
-  routes: (s) => sandboxRoutes(s, sandboxServiceOf(s)),
+  surfaces: [sandboxSurface, nodeCallSurface],
+  routes: (s) => new Elysia().use(sandboxRoutes(s, sandboxServiceOf(s))).use(nodeRoutes(sandboxNodesOf(s), sandboxServiceOf(s))),
+  // A sandbox's requests go to the node that runs it (forward.ts), before anything else sees them.
+  front: (s, dispatch) => sandboxForwarding({ nodes: sandboxNodesOf(s), domain: s.config.sandboxes.domain, dispatch, log: s.log.child({ module: "sandbox-forwarding" }) }),
   async start(s) {
     const svc = sandboxServiceOf(s);
+    const nodes = sandboxNodesOf(s);
     for (const template of svc.templates.values()) {
       const problem = svc.templateProblem(template);
       if (problem) s.log.warn("sandbox template unavailable", { template: template.id, problem });
     }
-    await svc.reconcile();
+    await reconcile(svc);
     await svc.quotas?.sweep();
+    // A process with a backend whose sandboxes live in it (the local one) is a node:
+    // registered with its address, heartbeating, and finishing the destroys it owes.
+    // Every replica watches for lost nodes.
+    const registers = svc.runsNodeLocalSandboxes();
+    nodes.onBeat = () => finishDestroys(svc).then(() => {});
+    if (registers) s.onListening.push((url) => nodes.listening(url));
+    nodes.start(registers);
     // The reaper reads endAt from the database, so TTLs survive restarts: a sandbox
     // that expired while the service was down is stopped on the first tick.
     let stopped = false;
     let running: Promise<void> | undefined;
     const timer = setInterval(() => {
       if (stopped || running) return;
-      running = svc
-        .reapExpired()
+      running = reapExpired(svc)
+        .then(() => finishDestroys(svc))
         .then(() => {}, (e) => s.log.error("sandbox reaper failed", { err: e }))
         .finally(() => (running = undefined));
     }, s.config.sandboxes.reaperIntervalMs);
@@ -67,6 +102,7 @@ export const sandboxesModule: RouteModule = {
       stopped = true;
       clearInterval(timer);
       await running;
+      await nodes.stop();
       await svc.flush();
       for (const inst of s.registry.instancesOf("sandbox")) await inst.instance.close?.();
     };

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { recordEvent } from "../events/record";
 import { ApiError } from "../http/errors";
@@ -60,13 +60,17 @@ export class SandboxNetworks {
   /**
    * The running sandbox a request from outside names (host routing), whatever its
    * organization: the caller's token, or the sandbox's public traffic, decides (src/e2b).
+   * A paused one with autoResume too, still paused.
    */
   async running(id: string): Promise<SandboxRow | undefined> {
     if (!isWellFormedId(id, "sbx_")) return undefined;
     const [row] = await this.db
       .select()
       .from(sandboxes)
-      .where(and(eq(sandboxes.id, id), eq(sandboxes.status, "running")));
+      .where(and(eq(sandboxes.id, id), inArray(sandboxes.status, ["running", "paused"])));
+    // autoResume (E2B's lifecycle): a request to one of its ports resumes it, once the
+    // caller has passed the sandbox's traffic check (the caller resumes it: src/e2b/data-plane.ts).
+    if (row?.status === "paused" && !row.lifecycle?.autoResume) return undefined;
     return row;
   }
 

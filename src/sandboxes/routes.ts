@@ -122,7 +122,7 @@ export function sandboxRoutes(s: Services, sandboxes: SandboxService) {
       async ({ auth, params, body }) => sandboxJson(await sandboxes.connect(auth.organizationId, params.id, body?.timeout)),
       {
         params: idParams,
-        body: t.Optional(t.Object({ timeout: t.Optional(timeoutField("Seconds from now; a resumed sandbox without it gets 300")) })),
+        body: t.Optional(t.Object({ timeout: t.Optional(timeoutField("Seconds from now; a resumed sandbox without it gets the lifetime it had left when paused (300 when its timeout paused it)")) })),
         response: { 200: SandboxSchema, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 501: ErrorSchema },
         detail: {
           tags,

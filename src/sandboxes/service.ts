@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lte, or, sql, type SQL } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { type NewEvent, recordEvent, recordEvents } from "../events/record";
@@ -8,8 +8,12 @@ import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
 import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { egressRules, type NetworkMode, type NetworkRequest, resolveNetwork } from "./network";
-import { type SandboxRow, sandboxes } from "./schema";
+import { type SandboxLifecycleOptions, type SandboxRow, sandboxes, sandboxSnapshots, type SnapshotRow } from "./schema";
 import type { SandboxQuotas } from "./quota";
+import type { SandboxNodes } from "./nodes";
+import { callNode, type RemoteOp } from "./node-calls";
+import { claimStop, finishDestroy } from "./sweeps";
+import { createStarted } from "./start-command";
 import { type ResourceOverrides, resolveResources } from "./templates";
 
 export { CLIENT_ID, type SandboxJson, sandboxJson, type SandboxStatus, STATUSES } from "./json";
@@ -23,13 +27,24 @@ export interface CreateInput {
   resources?: ResourceOverrides;
   /** Network options (network.ts); without them the template's or the operator's default. */
   network?: NetworkRequest;
+  /** What happens at its timeout; without it, it is killed. */
+  lifecycle?: SandboxLifecycleOptions;
+}
+
+/** A new sandbox's template, and the snapshot whose files it starts with (when `templateID` names one). */
+interface Origin {
+  template: SandboxTemplate;
+  snapshot?: SnapshotRow;
 }
 
 export const DEFAULT_TIMEOUT_SEC = 300;
 export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
+/** Snapshots an organization may keep (each is a copy of a sandbox's files on the host's disk). */
+export const MAX_SNAPSHOTS_PER_ORGANIZATION = 100;
 const EVENT_BATCH_MS = 250;
+
 
 /**
  * The sandbox lifecycle: database state, TTLs and lifecycle events, with the backends
@@ -38,7 +53,7 @@ const EVENT_BATCH_MS = 250;
  * cannot interleave with a delete or the reaper.
  */
 export class SandboxService {
-  private readonly locks = new Map<string, Promise<unknown>>();
+  readonly locks = new Map<string, Promise<unknown>>();
   /**
    * Running sandboxes recently read, for the command and file hot path (a database
    * round trip costs more than the command itself). Lifecycle changes made here drop
@@ -54,17 +69,23 @@ export class SandboxService {
   private queuedEvents: NewEvent[] = [];
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
+  /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
+  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
   quotas?: SandboxQuotas;
+  /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
+  nodes?: SandboxNodes;
+  /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
+  readonly destroyFailedAt = new Map<string, number>();
   private writing: Promise<void> | undefined;
 
   constructor(
-    private readonly db: Db,
-    private readonly registry: Registry,
+    readonly db: Db,
+    readonly registry: Registry,
     readonly templates: Map<string, SandboxTemplate>,
-    private readonly log: Logger,
+    readonly log: Logger,
   ) {}
 
   backend(name: string): SandboxBackend {
@@ -79,6 +100,7 @@ export class SandboxService {
 
   /** A capability of a sandbox's backend; 501 naming what to do when its plugin does not serve it. */
   private capability<T>(row: SandboxRow, what: string, pick: (b: SandboxBackend, serves: readonly SandboxCapability[]) => T | undefined): T {
+    this.ownedHere(row);
     const inst = this.sandboxInstance(row.backend);
     const found = pick(inst.instance, inst.plugin.definition.serves);
     if (!found) throw new ApiError(501, `sandbox backend '${row.backend}' does not ${what}; use a template on a backend whose plugin serves it`);
@@ -95,6 +117,140 @@ export class SandboxService {
 
   private pausing(row: SandboxRow): SandboxPause {
     return this.capability(row, "pause sandboxes", pauseOf);
+  }
+
+  private pauseOfBackend(name: string): SandboxPause | undefined {
+    const inst = this.sandboxInstance(name);
+    return pauseOf(inst.instance, inst.plugin.definition.serves);
+  }
+
+  /** A snapshot of the organization by id, or by the name it was given (the newest of that name). */
+  async findSnapshot(organizationId: string, idOrName: string): Promise<SnapshotRow | undefined> {
+    if (isWellFormedId(idOrName, "snap_")) {
+      const [row] = await this.db.select().from(sandboxSnapshots).where(and(eq(sandboxSnapshots.id, idOrName), eq(sandboxSnapshots.organizationId, organizationId)));
+      return row;
+    }
+    if (idOrName.length > 256) return undefined;
+    const [row] = await this.db
+      .select()
+      .from(sandboxSnapshots)
+      .where(and(eq(sandboxSnapshots.organizationId, organizationId), eq(sandboxSnapshots.name, idOrName)))
+      .orderBy(desc(sandboxSnapshots.id))
+      .limit(1);
+    return row;
+  }
+
+  /**
+   * Copies a running or paused sandbox's files as a snapshot (event `snapshotted`).
+   * Serialised with the sandbox's lifecycle, so it cannot race a pause or a kill.
+   */
+  async createSnapshot(organizationId: string, id: string, name?: string): Promise<SnapshotRow> {
+    return this.serial(id, async () => {
+      const row = await this.get(organizationId, id);
+      this.notLive(row);
+      return this.snapshotRow(row, name);
+    });
+  }
+
+  private async snapshotRow(row: SandboxRow, name: string | undefined): Promise<SnapshotRow> {
+    const pausing = this.pausing(row);
+    if (!pausing.snapshot) throw new ApiError(501, `sandbox backend '${row.backend}' does not take snapshots`);
+    // Threat: snapshots are files on the host's disk that outlive their sandbox; without a
+    // bound one organization could fill the disk with them.
+    const [{ n }] = await this.db.select({ n: sql<number>`count(*)::int` }).from(sandboxSnapshots).where(eq(sandboxSnapshots.organizationId, row.organizationId));
+    if (n >= MAX_SNAPSHOTS_PER_ORGANIZATION) throw new ApiError(409, `the organization has ${n} snapshots, the most it may keep; delete some first`);
+    const snapshotId = newId("snap_");
+    const sizeBytes = await this.call(() => pausing.snapshot!(row.id, row.backendState, snapshotId), "failed to snapshot sandbox in provider");
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [snap] = await tx.insert(sandboxSnapshots).values({ id: snapshotId, organizationId: row.organizationId, sandboxId: row.id, templateId: row.templateId, backend: row.backend, name: name ?? null, sizeBytes }).returning();
+        await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.snapshotted", data: { snapshotID: snapshotId, sizeBytes, ...(name ? { name } : {}) } });
+        return snap;
+      });
+    } catch (e) {
+      await pausing.deleteSnapshot?.(snapshotId).catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The organization's snapshots, newest first; of one sandbox, or of one name (or id), when asked. */
+  async listSnapshots(organizationId: string, filter: { sandboxId?: string; name?: string } = {}): Promise<SnapshotRow[]> {
+    const where = [eq(sandboxSnapshots.organizationId, organizationId)];
+    if (filter.sandboxId) where.push(eq(sandboxSnapshots.sandboxId, filter.sandboxId));
+    // E2B's name filter matches a snapshot's name or its id.
+    if (filter.name) where.push(or(eq(sandboxSnapshots.name, filter.name), eq(sandboxSnapshots.id, filter.name))!);
+    return this.db.select().from(sandboxSnapshots).where(and(...where)).orderBy(desc(sandboxSnapshots.id));
+  }
+
+  /** Deletes a snapshot and its files; false when the organization has no such snapshot. Sandboxes made from it keep their own copies. */
+  async deleteSnapshot(organizationId: string, idOrName: string): Promise<boolean> {
+    const snap = await this.findSnapshot(organizationId, idOrName);
+    if (!snap) return false;
+    const deleted = await this.db.delete(sandboxSnapshots).where(eq(sandboxSnapshots.id, snap.id)).returning({ id: sandboxSnapshots.id });
+    if (!deleted.length) return false;
+    const pausing = this.pauseOfBackend(snap.backend);
+    await pausing?.deleteSnapshot?.(snap.id).catch((e) => this.log.warn("snapshot files not removed", { snapshotId: snap.id, err: e }));
+    return true;
+  }
+
+  /**
+   * Forks a running sandbox: one copy of its files (it is frozen for the moment of the
+   * copy, its id and lifetime untouched), then `count` new sandboxes of its template,
+   * envVars, metadata, network and lifecycle start with them. Processes are not copied.
+   * Each fork succeeds or fails on its own; the copy is removed once they have started.
+   */
+  async fork(organizationId: string, id: string, count: number, timeout?: number): Promise<({ row: SandboxRow } | { error: ApiError })[]> {
+    const source = await this.get(organizationId, id);
+    if (source.status !== "running") throw new ApiError(409, source.status === "paused" ? "sandbox is paused; connect to resume it before forking" : `sandbox is ${source.status}`);
+    const template = this.templates.get(source.templateId);
+    if (!template) throw new ApiError(409, `sandbox ${id}'s template ${source.templateId} is no longer configured`);
+    const snap = await this.serial(id, async () => this.snapshotRow(await this.get(organizationId, id), undefined));
+    try {
+      const out: ({ row: SandboxRow } | { error: ApiError })[] = [];
+      for (let i = 0; i < count; i++) {
+        const input: CreateInput = { templateID: source.templateId, timeout, metadata: source.metadata, envVars: source.envVars, lifecycle: source.lifecycle ?? undefined };
+        const network = source.network ?? undefined;
+        out.push(
+          await this.create(organizationId, { ...input, ...(network ? { network } : {}) }, { template, snapshot: snap }).then(
+            (row) => ({ row }),
+            (e) => ({ error: e instanceof ApiError ? e : new ApiError(502, "failed to create sandbox in provider") }),
+          ),
+        );
+      }
+      return out;
+    } finally {
+      await this.db.delete(sandboxSnapshots).where(eq(sandboxSnapshots.id, snap.id));
+      await this.pausing(source).deleteSnapshot?.(snap.id).catch(() => {});
+    }
+  }
+
+  /**
+   * Refuses a sandbox another node runs. Requests for one are forwarded to its node
+   * (forward.ts) before they get here; this stops anything else (a caller inside this
+   * process) from acting on a sandbox whose processes are not on this node.
+   */
+  private ownedHere(row: SandboxRow): void {
+    if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
+  }
+
+  /** Whether another node runs the sandbox (its operations go there: node-calls.ts). */
+  runsElsewhere(row: SandboxRow): boolean {
+    return !!row.nodeId && !!this.nodes && row.nodeId !== this.nodes.id;
+  }
+
+  /** An operation on a sandbox another node runs, done by that node (node-calls.ts); HTTP requests never get here (forward.ts forwards them whole). */
+  private remote<T>(row: SandboxRow, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
+    return callNode<T>(this.nodes!, this.log, row, op, args, signal);
+  }
+
+  /** Whether a configured backend runs its sandboxes in this process's node (the local one): this process is then a sandbox node. */
+  runsNodeLocalSandboxes(): boolean {
+    return this.registry.instancesOf("sandbox").some((i) => i.instance.nodeLocal === true);
+  }
+
+  /** The conditions of the rows this process acts on: its node's, and those no node owns. */
+  mine(): SQL | undefined {
+    return this.nodes ? or(eq(sandboxes.nodeId, this.nodes.id), isNull(sandboxes.nodeId)) : undefined;
   }
 
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
@@ -119,9 +275,19 @@ export class SandboxService {
     }
   }
 
-  async create(organizationId: string, input: CreateInput): Promise<SandboxRow> {
-    const template = this.templates.get(input.templateID);
-    if (!template) throw new ApiError(400, `unknown template: ${input.templateID}`);
+  /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
+  async origin(organizationId: string, templateID: string): Promise<Origin> {
+    const template = this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
+    if (template) return { template };
+    const snapshot = await this.findSnapshot(organizationId, templateID);
+    const base = snapshot && this.templates.get(snapshot.templateId);
+    if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
+    if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
+    return { template: base, snapshot };
+  }
+
+  async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
+    const { template, snapshot } = known ?? (await this.origin(organizationId, input.templateID));
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
     const resources = resolveResources(template, input.resources ?? {});
@@ -132,12 +298,15 @@ export class SandboxService {
     if (!networking && input.network) throw new ApiError(501, `sandbox backend '${template.backend}' does not apply network options; leave them out or use a template on a backend that serves them`);
     const network = networking ? resolveNetwork(this.networkMode, template.network, input.network) : null;
     const id = newId("sbx_");
+    // Its node: the one whose process runs it (backends that run sandboxes elsewhere: none, any replica serves it).
+    const nodeId = backend.nodeLocal && this.nodes ? this.nodes.id : null;
     const timeoutSec = input.timeout ?? DEFAULT_TIMEOUT_SEC;
     const metadata = input.metadata ?? {};
     const envVars = input.envVars ?? {};
     await this.quotas?.admit(organizationId, id, resources);
     const started = performance.now();
-    const state = await this.call(() => backend.create({ sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
+    if (snapshot && !this.pauseOfBackend(template.backend)?.snapshot) throw new ApiError(501, `sandbox backend '${template.backend}' does not start sandboxes from snapshots`);
+    const state = await this.call(() => createStarted(backend, { sandboxId: id, template, envVars, metadata, timeoutSec, resources, ...(network ? { network: egressRules(network) } : {}), ...(snapshot ? { fromSnapshot: snapshot.id } : {}) }), "failed to create sandbox in provider").catch(async (e) => {
       this.observe?.sandboxCreated(template.id, false, started);
       await this.quotas?.release(id).catch(() => {});
       throw e;
@@ -149,13 +318,14 @@ export class SandboxService {
       const created = await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(sandboxes)
-          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt })
+          .values({ id, organizationId, templateId: template.id, backend: template.backend, status: "running", metadata, envVars, backendState: state, network, startedAt, endAt, lifecycle: input.lifecycle ?? null, nodeId })
           .returning();
-        await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata } });
+        await recordEvent(tx, { organizationId, resourceType: "sandbox", resourceId: id, type: "sandbox.lifecycle.created", data: { templateID: template.id, endAt: endAt.toISOString(), metadata, ...(snapshot ? { snapshotID: snapshot.id } : {}) } });
         return row;
       });
       // A new sandbox's first command usually follows at once: it needs no read.
       this.rowCache.set(id, { row: created, at: performance.now() });
+      this.nodes?.remember(id, nodeId);
       return created;
     } catch (e) {
       // Nothing may run that the database does not know about.
@@ -186,11 +356,20 @@ export class SandboxService {
   private async running(organizationId: string, id: string): Promise<SandboxRow> {
     const cached = this.rowCache.get(id);
     if (cached && cached.row.organizationId === organizationId && performance.now() - cached.at < ROW_CACHE_MS && !this.locks.has(id)) return cached.row;
-    const row = await this.get(organizationId, id);
+    let row = await this.get(organizationId, id);
+    // autoResume (E2B's lifecycle): using a paused sandbox resumes it.
+    if (row.status === "paused" && row.lifecycle?.autoResume) row = await this.connect(organizationId, id);
     if (row.status === "paused") throw new ApiError(409, "sandbox is paused; connect to resume it");
+    this.notLive(row);
     if (row.status !== "running") throw new ApiError(409, `sandbox is ${row.status}`);
     this.rowCache.set(id, { row, at: performance.now() });
     return row;
+  }
+
+  /** The sandbox for a use that resumes it when its lifecycle says so (autoResume); others see it as it is. */
+  async inUse(organizationId: string, id: string): Promise<SandboxRow> {
+    const row = await this.get(organizationId, id);
+    return row.status === "paused" && row.lifecycle?.autoResume ? this.connect(organizationId, id) : row;
   }
 
   /** Waits until every queued event is written (shutdown, tests). */
@@ -219,7 +398,9 @@ export class SandboxService {
   }
 
   private notLive(row: SandboxRow): void {
+    if (row.stopReason === "lost" && row.status === "error") throw new ApiError(409, "sandbox is lost: the node that ran it stopped answering");
     if (row.status === "stopped" || row.status === "error") throw new ApiError(409, `sandbox is ${row.status}`);
+    if (row.stopRequestedAt) throw new ApiError(409, "sandbox is being destroyed");
   }
 
   /**
@@ -231,73 +412,77 @@ export class SandboxService {
   async kill(organizationId: string, id: string): Promise<void> {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
-      if (row.status === "stopped" || row.status === "error") throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
-      await this.stop(row, "deleted");
+      if (row.status === "error" && row.stopReason === "lost") throw new ApiError(404, "sandbox is lost with its node; nothing to destroy from here (its node destroys it if it comes back)");
+      if (this.runsElsewhere(row)) return void (await this.remote(row, "kill", []));
+      // A destroy that failed before is tried again now.
+      const retry = row.stopRequestedAt && row.status === "error";
+      if (!retry && (row.status === "stopped" || row.status === "error")) throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
+      const claimed = retry ? row : await claimStop(this, row, "deleted");
+      if (!claimed) throw new ApiError(404, "sandbox is already being destroyed");
+      await finishDestroy(this, claimed, true);
     });
   }
 
-  /**
-   * Marks a sandbox stopped (with its `killed` event) and then destroys it in the
-   * backend. The database change comes first: if the process dies between the two,
-   * start-up reconciliation removes what the backend still has.
-   */
-  private async stop(row: SandboxRow, reason: string): Promise<boolean> {
-    const claimed = await this.db.transaction(async (tx) => {
-      const updated = await tx
-        .update(sandboxes)
-        .set({ status: "stopped", stoppedAt: new Date(), stopReason: reason })
-        .where(and(eq(sandboxes.id, row.id), inArray(sandboxes.status, ["running", "paused"])))
-        .returning({ id: sandboxes.id });
-      if (!updated.length) return false;
-      await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type: "sandbox.lifecycle.killed", data: { reason } });
-      return true;
-    });
-    if (claimed) {
-      try {
-        await this.backendOf(row).destroy(row.id, row.backendState);
-      } catch (e) {
-        this.log.error("sandbox destroy failed in backend", { sandboxId: row.id, backend: row.backend, err: e });
-      }
-    }
-    return claimed;
-  }
-
-  private backendOf(row: SandboxRow): SandboxBackend {
+  backendOf(row: SandboxRow): SandboxBackend {
+    this.ownedHere(row);
     return this.backend(row.backend);
   }
 
-  async pause(organizationId: string, id: string): Promise<SandboxRow> {
+  /**
+   * Pauses a running sandbox: its processes stop (kept in memory, or ended with
+   * keepMemory false) and its files go to disk. Its remaining lifetime is kept: a pause
+   * does not use it up (see connect).
+   */
+  async pause(organizationId: string, id: string, opts: { keepMemory?: boolean } = {}): Promise<SandboxRow> {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
       if (row.status === "paused") throw new ApiError(409, "sandbox is already paused");
-      const backend = this.pausing(row);
-      let state: BackendState | void;
-      try {
-        state = await backend.pause(row.id, row.backendState);
-      } catch (e) {
-        this.log.warn("sandbox pause failed in backend", { sandboxId: id, err: e });
-        throw new ApiError(502, "failed to pause sandbox in provider");
-      }
-      return this.transition(row, "paused", "sandbox.lifecycle.paused", {}, { backendState: state ?? row.backendState });
+      if (this.runsElsewhere(row)) return this.remote(row, "pause", [opts.keepMemory ?? true]).then(() => this.get(organizationId, id));
+      return this.pauseRow(row, opts.keepMemory ?? true, {});
     });
+  }
+
+  /** The reaper's auto-pause (sweeps.ts): at the timeout, as the sandbox's lifecycle asks. */
+  autoPause(row: SandboxRow): Promise<SandboxRow> {
+    return this.pauseRow(row, row.lifecycle?.keepMemory ?? true, { reason: "timeout" });
+  }
+
+  private async pauseRow(row: SandboxRow, keepMemory: boolean, data: Record<string, unknown>): Promise<SandboxRow> {
+    const backend = this.pausing(row);
+    let state: BackendState | void;
+    try {
+      state = await backend.pause(row.id, row.backendState, { keepMemory });
+    } catch (e) {
+      // A refusal (400: a pause the backend cannot do for this sandbox) says why; anything else is the provider failing.
+      if (e instanceof BackendError && e.status === 400) throw new ApiError(400, e.message);
+      this.log.warn("sandbox pause failed in backend", { sandboxId: row.id, err: e });
+      throw new ApiError(502, "failed to pause sandbox in provider");
+    }
+    return this.transition(row, "paused", "sandbox.lifecycle.paused", { keepMemory, ...data }, { backendState: state ?? row.backendState, pausedAt: new Date() });
   }
 
   /**
    * Resumes a paused sandbox (event `resumed`); on a running one only applies `timeout`
-   * (event `updated` when endAt changes). Without `timeout`, a resumed sandbox gets the
-   * default lifetime from now and a running one keeps its endAt.
+   * (event `updated` when endAt changes). A resumed sandbox without `timeout` gets the
+   * lifetime it had left when it was paused (the default lifetime when it was paused by
+   * its timeout); a running one keeps its endAt. `reboot`: start again from the files even
+   * when the processes were kept (E2B's onResume "reboot").
    */
-  async connect(organizationId: string, id: string, timeout?: number): Promise<SandboxRow> {
+  async connect(organizationId: string, id: string, timeout?: number, opts: { reboot?: boolean } = {}): Promise<SandboxRow> {
     return this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
+      if (this.runsElsewhere(row)) return this.remote(row, "connect", [timeout]).then(() => this.get(organizationId, id));
       if (row.status === "paused") {
-        const timeoutSec = timeout ?? DEFAULT_TIMEOUT_SEC;
+        const left = row.pausedAt ? Math.ceil((row.endAt.getTime() - row.pausedAt.getTime()) / 1000) : 0;
+        const timeoutSec = timeout ?? (left > 0 ? left : DEFAULT_TIMEOUT_SEC);
         const endAt = new Date(Date.now() + timeoutSec * 1000);
         const backend = this.pausing(row);
-        const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec), "failed to resume sandbox in provider");
-        return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState });
+        const template = this.templates.get(row.templateId);
+        const resumeOpts = template ? { template, network: row.network ? egressRules(row.network) : undefined, reboot: opts.reboot } : undefined;
+        const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec, resumeOpts), "failed to resume sandbox in provider");
+        return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState, pausedAt: null });
       }
       if (timeout === undefined) return row;
       return this.updateEndAt(row, timeout);
@@ -308,6 +493,7 @@ export class SandboxService {
     await this.serial(id, async () => {
       const row = await this.get(organizationId, id);
       this.notLive(row);
+      if (this.runsElsewhere(row)) return void (await this.remote(row, "setTimeout", [timeout]));
       await this.updateEndAt(row, timeout);
     });
   }
@@ -335,6 +521,7 @@ export class SandboxService {
 
   async exec(organizationId: string, id: string, input: { cmd: string; args?: string[]; timeout?: number }, signal?: AbortSignal): Promise<ExecResult> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "exec", [input], signal);
     const started = performance.now();
     const timeoutSec = input.timeout ?? DEFAULT_EXEC_TIMEOUT_SEC;
     const result = await this.call(
@@ -359,7 +546,8 @@ export class SandboxService {
    * `limit`, so a scrape stays bounded however many sandboxes run.
    */
   async usage(limit: number): Promise<{ id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[]> {
-    const rows = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"])).orderBy(desc(sandboxes.id)).limit(limit);
+    // The owner alone measures a sandbox: another node's are not on this host.
+    const rows = await this.db.select().from(sandboxes).where(and(inArray(sandboxes.status, ["running", "paused"]), this.mine())).orderBy(desc(sandboxes.id)).limit(limit);
     const out: { id: string; cpuSeconds?: number; memoryBytes?: number; networkRxBytes?: number; networkTxBytes?: number }[] = [];
     for (const row of rows) {
       let backend: SandboxBackend;
@@ -396,27 +584,32 @@ export class SandboxService {
   /** A file's bytes, up to `maxBytes` (larger gives 400). */
   async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
     return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "readFile", [path]);
     const data = await this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, MAX_FILE_READ_BYTES), "failed to read file in provider");
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
   async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
     return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return void (await this.remote(row, "removeFile", [path]));
     await this.call(() => this.filesystem(row).remove(row.id, row.backendState, path), "failed to delete file in provider");
   }
 
   async listDir(organizationId: string, id: string, path: string): Promise<DirEntry[]> {
     const row = await this.running(organizationId, id);
+    if (this.runsElsewhere(row)) return this.remote(row, "listDir", [path]);
     return this.call(() => this.filesystem(row).list(row.id, row.backendState, path), "failed to list directory in provider");
   }
 
@@ -432,65 +625,4 @@ export class SandboxService {
     }
   }
 
-  /** TTL reaper step: stops every running sandbox whose endAt has passed. Returns how many. */
-  async reapExpired(): Promise<number> {
-    const due = await this.db
-      .select()
-      .from(sandboxes)
-      .where(and(eq(sandboxes.status, "running"), lte(sandboxes.endAt, sql`now()`)))
-      .limit(100);
-    let n = 0;
-    for (const row of due) {
-      const stopped = await this.serial(row.id, async () => {
-        // Re-read: the TTL may have been extended since the scan.
-        const [fresh] = await this.db.select().from(sandboxes).where(eq(sandboxes.id, row.id));
-        if (!fresh || fresh.status !== "running" || fresh.endAt.getTime() > Date.now()) return false;
-        return this.stop(fresh, "timeout");
-      });
-      if (stopped) n++;
-    }
-    return n;
-  }
-
-  /**
-   * Start-up reconciliation: sandboxes the database lists as live but the backend no
-   * longer has are stopped (`killed`, reason `lost`); backends then remove leftovers
-   * the database does not list as live.
-   */
-  async reconcile(): Promise<void> {
-    const live = await this.db.select().from(sandboxes).where(inArray(sandboxes.status, ["running", "paused"]));
-    const liveIds = new Map<string, Set<string>>();
-    for (const row of live) {
-      const inst = this.registry.instance(row.backend, "sandbox");
-      if (!inst) {
-        this.log.warn("sandbox backend not configured; leaving sandbox as it is", { sandboxId: row.id, backend: row.backend });
-        continue;
-      }
-      let ids = liveIds.get(row.backend);
-      if (!ids) liveIds.set(row.backend, (ids = new Set()));
-      let found: string;
-      try {
-        found = await inst.instance.liveness(row.id, row.backendState);
-      } catch (e) {
-        this.log.warn("sandbox liveness check failed; leaving it as it is", { sandboxId: row.id, err: e });
-        ids.add(row.id);
-        continue;
-      }
-      if (found === "gone") {
-        await this.stop(row, "lost");
-        this.log.warn("sandbox lost while the service was down", { sandboxId: row.id });
-        continue;
-      }
-      ids.add(row.id);
-      if (found === "foreign") continue;
-      // A crash between a backend pause/resume and its commit leaves the two disagreeing;
-      // the database is what clients were told, so the backend follows it.
-      const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
-      if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
-      if (found === "paused" && row.status === "running") await pausing?.resume(row.id, row.backendState, 0).catch(() => {});
-    }
-    for (const inst of this.registry.instancesOf("sandbox")) {
-      await inst.instance.sweep?.(liveIds.get(inst.name) ?? new Set());
-    }
-  }
 }

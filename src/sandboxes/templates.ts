@@ -63,7 +63,9 @@ export const DEFAULT_TEMPLATES: Record<string, Omit<SharedTemplate, "id"> & Reco
   code_interpreter: {
     backend: "local",
     description: "base plus a python3 interpreter (from the host's /usr)",
-    mounts: ["/usr"],
+    // /etc/R: Debian's R reads its configuration there (the R language of the code
+    // interpreter); bound only where the host has it.
+    mounts: ["/usr", "/etc/R"],
     requires: ["python3"],
   },
   claude: {
@@ -89,6 +91,8 @@ const SHARED_FIELDS = {
   maxCpuCount: Type.Optional(Type.Number({ minimum: MIN.cpuCount })),
   maxDiskSizeMB: Type.Optional(Type.Integer({ minimum: MIN.diskSizeMB })),
   network: Type.Optional(Type.Union([Type.Literal("none"), Type.Literal("internet")])),
+  startCmd: Type.Optional(Type.String({ minLength: 1 })),
+  readyCmd: Type.Optional(Type.String({ minLength: 1 })),
 };
 
 /**

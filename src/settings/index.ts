@@ -87,6 +87,10 @@ export const SETTINGS = {
   },
   sandboxes: {
     reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 1000, { min: 10 }),
+    /** README: Replicas. Where other replicas reach this sandbox node; unset: its own loopback address (replicas on one host). */
+    nodeUrl: httpUrl("SANDBOX_NODE_URL"),
+    /** How often a sandbox node writes its heartbeat; three missed ones mark it lost with its sandboxes. */
+    nodeHeartbeatMs: integer("SANDBOX_NODE_HEARTBEAT_MS", 5000, { min: 50 }),
     /** A `claude` executable for the `claude` template (read where the default templates are made: sandboxes/claude-code.ts). */
     claudeCodeBin: optionalPath("CLAUDE_CODE_BIN"),
     /** docs/sandboxes.md: Sandbox networks. off: no sandbox gets a network; none or internet: the default of a new one. */
@@ -97,6 +101,8 @@ export const SETTINGS = {
     orgMaxSandboxes: integer("SANDBOX_ORG_MAX_SANDBOXES", 50, { min: 0 }),
     orgMaxMemoryMB: integer("SANDBOX_ORG_MAX_MEMORY_MB", 65536, { min: 0 }),
     orgMaxCpus: integer("SANDBOX_ORG_MAX_CPUS", 50, { min: 0 }),
+    /** README: Templates. What template build steps may reach besides the internet (a package mirror on a private address): addresses, CIDR blocks or domain names. */
+    buildAllowOut: matching("TEMPLATE_BUILD_ALLOW_OUT", /^\s*[A-Za-z0-9.*:_\/-]+\s*(,\s*[A-Za-z0-9.*:_\/-]+\s*)*$/, "a comma-separated list of addresses, CIDR blocks or domain names").map((v) => (v ?? "").split(",").map((h) => h.trim()).filter(Boolean)),
   },
   agents: {
     leaseMs: integer("AGENT_LEASE_MS", 30_000, { min: 200 }),

@@ -116,9 +116,12 @@ export const SETTING_GROUPS: SettingGroup[] = [
     variables: {
       SANDBOX_LOCAL: { default: "`on`", meaning: "`off` disables the local (bubblewrap) backend; `without-cgroups` runs it without per-sandbox cgroups" },
       SANDBOX_REAPER_INTERVAL_MS: { default: "`1000`", meaning: "How often sandboxes past their timeout are stopped" },
+      SANDBOX_NODE_URL: { default: "unset", meaning: "Where other replicas reach this process's sandboxes (see [Replicas](operations.md#replicas-sandbox-nodes-and-shared-state)); unset: `http://127.0.0.1:<port>`, enough for replicas on one host. One process alone needs no setting" },
+      SANDBOX_NODE_HEARTBEAT_MS: { default: "`5000`", meaning: "How often a sandbox node writes its heartbeat; a node silent for three heartbeats is marked lost, and so are its sandboxes" },
       SANDBOX_ORG_MAX_SANDBOXES: { default: "`50`", meaning: "Running and paused sandboxes per organization (default quota; see [Sandbox quotas](sandboxes.md#sandbox-quotas))" },
       SANDBOX_ORG_MAX_MEMORY_MB: { default: "`65536`", meaning: "Total memory (MB) of an organization's running and paused sandboxes (default quota)" },
       SANDBOX_ORG_MAX_CPUS: { default: "`50`", meaning: "Total CPUs of an organization's running and paused sandboxes (default quota)" },
+      TEMPLATE_BUILD_ALLOW_OUT: { default: "unset", meaning: "What template build steps may reach besides the internet (comma-separated addresses, CIDR blocks or domain names), e.g. a package mirror on a private address ([Template builds](sandboxes.md#template-builds))" },
       SANDBOX_HOST_MEMORY_SHARE: { default: "`1.5`", meaning: "Host admission of the local backend: its sandboxes' memory limits may add up to this many times the host's `MemTotal` (above 1: overcommit, as limits are ceilings, not use); a create past it is refused with 503. See [Sandbox quotas](sandboxes.md#sandbox-quotas)" },
       SANDBOX_NETWORK: { default: "`none`", meaning: "The network of a new sandbox when neither the create nor its template says: `none` (loopback only) or `internet` (public addresses, under the egress deny ranges); `off`: no sandbox gets a network, and asking for one is a 400. See [Sandbox networks](sandboxes.md#sandbox-networks)" },
       SANDBOX_DNS_SERVERS: { default: "the host's `/etc/resolv.conf`", meaning: "DNS servers the sandboxes' resolvers ask (`10.0.0.53,[fd00::53]:5353`), for the names a sandbox's rules let it resolve" },
@@ -183,7 +186,7 @@ export const SETTING_GROUPS: SettingGroup[] = [
       GENERATION_SYNC_WAIT: { default: "`240s`", meaning: "Longest a `mode: \"sync\"` request waits (at most 250 s, under the server's idle timeout); then it answers 200 with the unfinished Prediction to poll" },
       GENERATION_TASK_RETENTION: { default: "`720h`", meaning: "Age after which tasks are archived out of the cost lookup" },
       GENERATION_ARCHIVE_INTERVAL: { default: "`1m`", meaning: "How often the archiver / settlement sweeper runs" },
-      MEDIA_DIR: { default: "`DATA_DIR/media`", meaning: "Where generated files are stored" },
+      MEDIA_DIR: { default: "unset", meaning: "Where generated files are stored. Unset: in the database with `DATABASE_URL` (every replica serves every file), else `DATA_DIR/media`. Set: that directory (shared storage, if there are several replicas)" },
     },
   },
   {

@@ -1,14 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
-import { takeHold } from "../../src/budgets/hold";
+import { leasesFor } from "../../src/budgets";
+import { BudgetLeases } from "../../src/budgets/leases";
+import { setClock } from "../../src/clock";
+import { callGateway } from "../../src/gateway/call";
 import { rowsOf } from "../../src/db/client";
 import { usageMeterFor } from "../../src/metering";
 import { startTestService, type TestService } from "../helpers/service";
 import { deletePrefix, REDIS_URL, requireRedis, uniquePrefix } from "../limits/redis-helper";
 
 // Budgets and token windows that hold under concurrency: a request's maximum cost and
-// tokens are held before it is forwarded (src/gateway/admission.ts), atomically, so
-// concurrent requests see each other. Runs on the embedded database, on PostgreSQL with
+// tokens are held before it is forwarded (src/gateway/admission.ts), the cost against the
+// slice of the budget this process leased (src/budgets/leases.ts), so concurrent requests
+// see each other. Runs on the embedded database, on PostgreSQL with
 // TEST_DATABASE=postgres, and the token windows in process and through Redis.
 
 /**
@@ -55,9 +59,29 @@ async function statuses(svc: TestService, n: number, init: () => RequestInit): P
 
 const count = (list: number[], status: number) => list.filter((s) => s === status).length;
 
-async function reserved(svc: TestService, table: "api_keys" | "organizations", id: string): Promise<number> {
-  const rows = rowsOf<{ reserved: string }>(await svc.server.services.db.execute(sql`select reserved from ${sql.raw(table)} where id = ${id}`));
-  return Number(rows[0]?.reserved);
+/** The database's view of one owner: spend in the period plus every live lease, and the leases alone. */
+async function committed(svc: TestService, table: "api_keys" | "organizations", id: string): Promise<{ spent: number; leased: number }> {
+  const rows = rowsOf<{ spent: string; leased: string }>(
+    await svc.server.services.db.execute(
+      sql`select t.spent::text as spent, (select coalesce(sum((e.value ->> 'a')::numeric), 0) from jsonb_each(t.leases) e where (e.value ->> 'u')::bigint > ${Date.now()}::bigint)::text as leased from ${sql.raw(table)} t where t.id = ${id}`,
+    ),
+  );
+  return { spent: Number(rows[0]?.spent), leased: Number(rows[0]?.leased) };
+}
+
+/**
+ * Settled: nothing held by requests in flight, no cost left unwritten, and what the database
+ * counts (spend plus leases) within the limit. (The lease itself stays with the process
+ * until it has been idle a while: another test below gives it back.)
+ */
+async function expectSettled(svc: TestService, kind: "key" | "org", id: string, limit: number): Promise<void> {
+  await usageMeterFor(svc.server.services).flush();
+  const state = leasesFor(svc.server.services).state(kind, id);
+  const held = state && { ...state };
+  expect(held?.inflight ?? 0).toBe(0);
+  expect(held?.unwritten ?? 0).toBe(0);
+  const db = await committed(svc, kind === "key" ? "api_keys" : "organizations", id);
+  expect(db.spent + db.leased).toBeLessThanOrEqual(limit + 1e-9);
 }
 
 describe("spending limits under concurrency", () => {
@@ -81,9 +105,8 @@ describe("spending limits under concurrency", () => {
     expect(count(got, 200)).toBe(1);
     expect(count(got, 402)).toBe(49);
     expect(up.calls() - before).toBe(1);
-    // Settled: the real cost was added and the hold released in the same write.
-    await usageMeterFor(svc.server.services).flush();
-    expect(await reserved(svc, "api_keys", id)).toBe(0);
+    // Settled: the real cost was added and taken off the lease in the same write.
+    await expectSettled(svc, "key", id, 0.1);
   });
 
   test("50 concurrent requests of several keys against an organization budget that fits one: exactly one", async () => {
@@ -96,8 +119,7 @@ describe("spending limits under concurrency", () => {
     const got = await statuses(svc, 50, () => chat(keys[i++ % keys.length].key, 9000));
     expect(count(got, 200)).toBe(1);
     expect(count(got, 402)).toBe(49);
-    await usageMeterFor(svc.server.services).flush();
-    expect(await reserved(svc, "organizations", org)).toBe(0);
+    await expectSettled(svc, "org", org, 0.1);
   });
 });
 
@@ -113,7 +135,7 @@ describe("key and organization both limited", () => {
     up?.stop();
   });
 
-  test("one statement holds both or neither: the tighter budget decides, the other keeps no hold", async () => {
+  test("a request holds both or neither: the tighter budget decides, the other keeps no hold", async () => {
     const { orgBudgetsFor } = await import("../../src/budgets");
     const org = await svc.org();
     await svc.server.services.db.execute(sql`update organizations set spending_limit = 0.1 where id = ${org}`);
@@ -122,9 +144,8 @@ describe("key and organization both limited", () => {
     const got = await statuses(svc, 50, () => chat(key, 9000));
     expect(count(got, 200)).toBe(1);
     expect(count(got, 402)).toBe(49);
-    await usageMeterFor(svc.server.services).flush();
-    expect(await reserved(svc, "api_keys", id)).toBe(0);
-    expect(await reserved(svc, "organizations", org)).toBe(0);
+    await expectSettled(svc, "key", id, 0.5);
+    await expectSettled(svc, "org", org, 0.1);
     // The key's own limit, tighter than the organization's, refuses with the key's status.
     const other = await svc.org();
     await svc.server.services.db.execute(sql`update organizations set spending_limit = 5 where id = ${other}`);
@@ -133,8 +154,8 @@ describe("key and organization both limited", () => {
     const second = await statuses(svc, 20, () => chat(tight.key, 9000));
     expect(count(second, 200)).toBe(1);
     expect(count(second, 402)).toBe(19);
-    await usageMeterFor(svc.server.services).flush();
-    expect(await reserved(svc, "organizations", other)).toBe(0);
+    await expectSettled(svc, "org", other, 5);
+    await expectSettled(svc, "key", tight.id, 0.1);
   });
 });
 
@@ -160,12 +181,13 @@ describe("holds are released when upstreams fail", () => {
       failed += got.filter((s) => s >= 500).length;
     }
     expect(failed).toBe(1000);
-    await usageMeterFor(svc.server.services).flush();
-    expect(await reserved(svc, "api_keys", id)).toBe(0);
+    await expectSettled(svc, "key", id, 1);
     // The budget's whole amount can still be held, and not a cent more.
-    const hold = { keyId: id, orgId: org, key: true, org: false, now: new Date() };
-    expect(await takeHold(svc.server.services.db, { ...hold, amount: 0.99 })).toBeNull();
-    expect(await takeHold(svc.server.services.db, { ...hold, amount: 0.02 })).toBe("key");
+    const leases = leasesFor(svc.server.services);
+    const hold = { keyId: id, orgId: org, key: true, org: false };
+    expect(await leases.hold({ ...hold, amount: 0.99 })).toBeNull();
+    expect(await leases.hold({ ...hold, amount: 0.02 })).toBe("key");
+    leases.released({ amount: 0.99, key: id });
   }, 300_000);
 });
 
@@ -182,13 +204,132 @@ describe("generation tasks and model requests share a key's budget", () => {
     const db = svc.server.services.db;
     await db.execute(sql`insert into predictions (id, organization_id, key_id, model, generation_type, mode, input, status, base_url, deadline_at, estimated_cost)
       values ('pred_hold_test', ${org}, ${id}, 'm', 'image', 'async', '{}'::jsonb, 'starting', 'http://x', now(), 0.6)`);
-    const hold = { keyId: id, orgId: org, key: true, org: false, now: new Date() };
-    expect(await takeHold(db, { ...hold, amount: 0.5 })).toBe("key");
-    expect(await takeHold(db, { ...hold, amount: 0.3 })).toBeNull();
+    const leases = leasesFor(svc.server.services);
+    const hold = { keyId: id, orgId: org, key: true, org: false };
+    expect(await leases.hold({ ...hold, amount: 0.5 })).toBe("key");
+    expect(await leases.hold({ ...hold, amount: 0.3 })).toBeNull();
     // The task settles: its estimate no longer counts, the request's hold still does.
     await db.execute(sql`update predictions set settlement = 'settled' where id = 'pred_hold_test'`);
-    expect(await takeHold(db, { ...hold, amount: 0.75 })).toBe("key");
-    expect(await takeHold(db, { ...hold, amount: 0.7 })).toBeNull();
+    expect(await leases.hold({ ...hold, amount: 0.75 })).toBe("key");
+    expect(await leases.hold({ ...hold, amount: 0.7 })).toBeNull();
+    leases.released({ amount: 0.3, key: id });
+    leases.released({ amount: 0.7, key: id });
+  });
+});
+
+describe("leases of a process that stops answering", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc?.close());
+
+  test("a crashed process's lease lapses, so its slice is free again; a live one's is renewed while it holds", async () => {
+    const s = svc.server.services;
+    const org = await svc.org();
+    const { id } = await svc.key(org, { spendingLimit: 1 });
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    setClock(s, { now: () => new Date(clock()) });
+    try {
+      // Another process on the same database holds most of the budget, then dies (its
+      // leases are neither renewed nor given back).
+      const crashed = new BudgetLeases(s.db, s.log, clock);
+      expect(await crashed.hold({ keyId: id, orgId: org, key: true, org: false, amount: 0.9 })).toBeNull();
+      const here = leasesFor(s);
+      const hold = { keyId: id, orgId: org, key: true, org: false, amount: 0.5 };
+      expect(await here.hold(hold)).toBe("key");
+      // Past its lease's lifetime it counts as nothing.
+      offset += 31_000;
+      expect(await here.hold(hold)).toBeNull();
+      here.released({ amount: 0.5, key: id });
+
+      // A live process renews its lease while a request holds it (a long stream): still
+      // counted long after the first lifetime would have ended.
+      const live = new BudgetLeases(s.db, s.log, clock);
+      live.start();
+      try {
+        // The lease just taken here (0.5 and more) is given back once idle; wait for it.
+        for (let i = 0; i < 100 && (await committed(svc, "api_keys", id)).leased > 0; i++) await Bun.sleep(100);
+        expect(await live.hold({ ...hold, amount: 0.9 })).toBeNull();
+        const lapse = async () => rowsOf<{ u: string }>(await s.db.execute(sql`select leases -> ${live.holder}::text ->> 'u' as u from api_keys where id = ${id}`))[0]?.u;
+        const first = Number(await lapse());
+        offset += 15_000; // within the renewal window: renewed on the next tick
+        for (let i = 0; i < 100 && Number(await lapse()) === first; i++) await Bun.sleep(100);
+        expect(Number(await lapse())).toBeGreaterThan(first);
+        offset += 20_000; // past the first lifetime, within the renewed one
+        expect(await here.hold(hold)).toBe("key");
+        // The request ends: the idle lease is given back, the budget is free.
+        live.released({ amount: 0.9, key: id });
+        for (let i = 0; i < 100 && (await committed(svc, "api_keys", id)).leased > 0; i++) await Bun.sleep(100);
+        offset += 2_000; // past this process's memory of its last refusal
+        expect(await here.hold(hold)).toBeNull();
+        here.released({ amount: 0.5, key: id });
+      } finally {
+        await live.stop();
+      }
+    } finally {
+      setClock(s, { now: () => new Date() });
+    }
+  }, 60_000);
+});
+
+describe("a limit lowered while a process holds a slice of it", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc?.close());
+
+  test("the slice is not trusted past the change: the next hold is granted, or refused, under the new limit", async () => {
+    const s = svc.server.services;
+    const org = await svc.org();
+    const { id } = await svc.key(org, { spendingLimit: 1 });
+    const leases = leasesFor(s);
+    const hold = { keyId: id, orgId: org, key: true, org: false, amount: 0.3, keyLimit: 1 };
+    expect(await leases.hold(hold)).toBeNull();
+    leases.released({ amount: 0.3, key: id });
+    // The slice would cover another 0.3 locally; the limit is now 0.2.
+    expect(leases.state("key", id)!.granted).toBeGreaterThan(0.5);
+    await s.db.execute(sql`update api_keys set spending_limit = 0.2 where id = ${id}`);
+    expect(await leases.hold({ ...hold, keyLimit: 0.2 })).toBe("key");
+    expect(await leases.hold({ ...hold, amount: 0.15, keyLimit: 0.2 })).toBeNull();
+    expect(leases.state("key", id)!.granted).toBeLessThanOrEqual(0.2);
+    leases.released({ amount: 0.15, key: id });
+  });
+});
+
+describe("agents' in-process model calls", () => {
+  let up: ReturnType<typeof slowUpstream>;
+  let svc: TestService;
+  beforeAll(async () => {
+    up = slowUpstream({ delayMs: 1500 });
+    svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: up.url });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    up?.stop();
+  });
+
+  test("20 concurrent calls of one key against a budget that fits one: exactly one reaches the upstream", async () => {
+    const s = svc.server.services;
+    const org = await svc.org();
+    const { id } = await svc.key(org, { spendingLimit: 0.1 });
+    const record = await s.keys.getKey(id);
+    const body = { model: "gpt-4o", max_tokens: 9000, messages: [{ role: "user", content: "hi" }] };
+    const before = up.calls();
+    const got = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        callGateway(s, "chat", record, body, new AbortController().signal).then(
+          (r) => r.status,
+          (e) => (e as { status?: number }).status ?? 0,
+        ),
+      ),
+    );
+    expect(count(got, 200)).toBe(1);
+    expect(count(got, 402)).toBe(19);
+    expect(up.calls() - before).toBe(1);
+    await expectSettled(svc, "key", id, 0.1);
   });
 });
 
@@ -216,6 +357,26 @@ function tokenWindowTests(name: string, env: () => Record<string, string>) {
       expect(admitted * estimate).toBeLessThanOrEqual(1000 + estimate);
       expect(count(got, 429)).toBe(30 - admitted);
     });
+
+    test("16 concurrent clients against a key's 50 requests per minute: exactly 50 get through", async () => {
+      const { key } = await svc.key(await svc.org(), { rpm: 50 });
+      const before = up.calls();
+      const per = await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          const mine: number[] = [];
+          for (let i = 0; i < 12; i++) {
+            const r = await svc.fetch("/v1/chat/completions", chat(key, 10));
+            await r.text();
+            mine.push(r.status);
+          }
+          return mine;
+        }),
+      );
+      const got = per.flat();
+      expect(count(got, 200)).toBe(50);
+      expect(count(got, 429)).toBe(16 * 12 - 50);
+      expect(up.calls() - before).toBe(50);
+    }, 120_000);
   });
 }
 

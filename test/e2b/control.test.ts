@@ -16,7 +16,7 @@ afterAll(() => stopE2B(c));
 test("create, getInfo, commands, kill: the same sandbox and events as the spec's surface", async () => {
   const sbx = await Sandbox.create("base", { ...c.opts, metadata: { team: "a" }, envs: { GREETING: "hello" }, timeoutMs: 120_000 });
   const info = await sbx.getInfo();
-  expect(info).toMatchObject({ sandboxId: sbx.sandboxId, templateId: "base", metadata: { team: "a" }, state: "running", envdVersion: "0.5.7" });
+  expect(info).toMatchObject({ sandboxId: sbx.sandboxId, templateId: "base", metadata: { team: "a" }, state: "running", envdVersion: "0.6.4" });
   expect(Math.abs(info.endAt.getTime() - (Date.now() + 120_000))).toBeLessThan(10_000);
   expect((await sbx.commands.run("echo $GREETING")).stdout).toBe("hello\n");
   // The spec's surface sees the same sandbox.

@@ -103,17 +103,25 @@ const CONTROL: { method: string; path: string; fields: string[] }[] = [
   { method: "PUT", path: "/e2b/sandboxes/{id}/network", fields: ["allowOut", "denyOut", "allowPublicTraffic", "maskRequestHost"] },
   { method: "GET", path: "/e2b/sandboxes/{id}/metrics", fields: [] },
   { method: "GET", path: "/e2b/sandboxes/metrics", fields: [] },
+  // Pause, snapshots and fork (appended: the seeds of the entries above stay as they were).
+  { method: "POST", path: "/e2b/v2/sandboxes", fields: ["templateID", "autoPause", "autoPauseMemory", "autoResume"] },
+  { method: "POST", path: "/e2b/sandboxes/{id}/pause", fields: ["memory"] },
+  { method: "POST", path: "/e2b/v2/sandboxes/{id}/connect", fields: ["timeout", "memory"] },
+  { method: "POST", path: "/e2b/sandboxes/{id}/snapshots", fields: ["name"] },
+  { method: "GET", path: "/e2b/snapshots", fields: [] },
+  { method: "DELETE", path: "/e2b/templates/{id}", fields: [] },
+  { method: "POST", path: "/e2b/sandboxes/{id}/fork", fields: ["count", "timeout"] },
 ];
 
 describe("fuzz: E2B control plane", () => {
   for (const [i, op] of CONTROL.entries()) {
     test(`${op.method} ${op.path}`, async () => {
       // Own ids are left out of the destructive operations so the data plane below keeps its sandbox.
-      const destructive = op.method === "DELETE" || op.path.endsWith("/pause") || op.path.endsWith("/network") || op.path.endsWith("/timeout");
+      const destructive = op.method === "DELETE" || op.path.endsWith("/pause") || op.path.endsWith("/network") || op.path.endsWith("/timeout") || op.path.endsWith("/fork");
       const ids = destructive ? fc.oneof(hostileSegment, fc.constant(otherSandbox)) : fc.oneof(hostileSegment, fc.constant(otherSandbox), fc.constant(sbx.sandboxId));
       const arb = fc.record({
         id: ids,
-        query: fc.array(fc.tuple(fc.constantFrom("metadata", "state", "limit", "nextToken", "start", "end", "sandbox_ids", "__proto__"), hostileQuery), { maxLength: 3 }),
+        query: fc.array(fc.tuple(fc.constantFrom("metadata", "state", "limit", "nextToken", "start", "end", "sandbox_ids", "sandboxID", "name", "__proto__"), hostileQuery), { maxLength: 3 }),
         body: fc.option(fc.oneof(hostileObject(op.fields.length ? op.fields : ["x"]), hostileJson), { freq: 4 }),
         type: fc.constantFrom("application/json", "application/json", "text/plain", "application/x-www-form-urlencoded"),
       });

@@ -20,18 +20,18 @@ beforeAll(async () => {
 
 afterAll(() => stopE2B(c));
 
-test("a new sandbox lists its default Python context, and created contexts come after it", async () => {
+test("a new sandbox lists its default Python and JavaScript contexts, and created contexts come after them", async () => {
   const fresh = await Sandbox.create(c.opts);
   try {
     const listed = await fresh.listCodeContexts();
-    expect(listed.map((x) => x.language)).toEqual(["python"]);
+    expect(listed.map((x) => x.language)).toEqual(["python", "javascript"]);
     expect(listed[0]!.cwd).toBe("/home/user");
     // The default context is the one runCode uses without a context.
     await fresh.runCode("z = 5");
     expect((await fresh.runCode("z", { context: listed[0] })).text).toBe("5");
     const made = await fresh.createCodeContext();
     const after = await fresh.listCodeContexts();
-    expect(after.length).toBe(2);
+    expect(after.length).toBe(3);
     expect(after[after.length - 1]!.id).toBe(made.id);
   } finally {
     await fresh.kill();

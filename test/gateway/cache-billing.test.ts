@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { calcPrice } from "@pydantic/genai-prices";
 import { sql } from "drizzle-orm";
+import { leasesFor } from "../../src/budgets";
 import { rowsOf } from "../../src/db/client";
 import { usageMeterFor } from "../../src/metering";
 import { startTestService, type TestService } from "../helpers/service";
@@ -145,10 +146,13 @@ describe("cut-off streams", () => {
     expect(row.inputTokens).toBeLessThan(1100);
     expect(row.outputTokens).toBeGreaterThanOrEqual(1);
     expect(row.cost).toBeGreaterThan(0);
-    // The maximum cost held at admission is released, the estimated cost spent instead.
+    // The maximum cost held at admission is released, the estimated cost spent instead
+    // (and taken off this process's budget lease).
     await usageMeterFor(svc.server.services).flush();
-    const [k] = rowsOf<{ reserved: string; spent: string }>(await svc.server.services.db.execute(sql`select reserved, spent from api_keys where id = ${id}`));
-    expect(Number(k.reserved)).toBe(0);
+    const lease = leasesFor(svc.server.services).state("key", id);
+    expect(lease?.inflight ?? 0).toBe(0);
+    expect(lease?.unwritten ?? 0).toBe(0);
+    const [k] = rowsOf<{ spent: string }>(await svc.server.services.db.execute(sql`select spent from api_keys where id = ${id}`));
     expect(Number(k.spent)).toBeCloseTo(row.cost!, 5);
   });
 

@@ -100,6 +100,30 @@ test("background create, then poll to completion; usage counted once", async () 
   expect(after - before).toBe(3);
 });
 
+test("a background response followed by a streamed retrieve is metered once, at the end of the stream", async () => {
+  const tokens = async () => (await usageOf(svc, keyId)).reduce((n, x) => n + x.outputTokens, 0);
+  const before = await tokens();
+  const r = await openai.responses.create({ model: "resp-model", input: "long task, streamed", background: true });
+  expect(r.status).toBe("queued");
+  const follow = async () => {
+    let done: string | undefined;
+    for await (const ev of await openai.responses.retrieve(r.id, { stream: true })) if (ev.type === "response.completed") done = ev.response.status;
+    return done;
+  };
+  expect(await follow()).toBe("completed");
+  let after = await tokens();
+  for (let i = 0; i < 50 && after === before; i++) {
+    await Bun.sleep(100);
+    after = await tokens();
+  }
+  expect(after - before).toBe(3);
+  // Read again, streamed and not: counted already.
+  expect(await follow()).toBe("completed");
+  expect((await openai.responses.retrieve(r.id)).status).toBe("completed");
+  await Bun.sleep(300);
+  expect(await tokens()).toBe(after);
+});
+
 test("another organization's response id is 404, and nothing reaches the upstream", async () => {
   const created = await openai.responses.create({ model: "resp-model", input: "mine" });
   const before = up.seen.length;

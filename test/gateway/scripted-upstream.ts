@@ -67,6 +67,8 @@ export function scriptedUpstream(): ScriptedUpstream {
         if (url.searchParams.get("stream") === "true") {
           // A replay of the response's events, after `starting_after` when given.
           const after = Number(url.searchParams.get("starting_after") ?? -1);
+          // A background response followed by a stream runs to its end meanwhile.
+          if (r.json.status === "queued" || r.json.status === "in_progress") r.json = responseObject(r.json.id, r.json.model, "completed");
           const events = [
             { type: "response.created", sequence_number: 0, response: { ...r.json, status: "in_progress", output: [], usage: null } },
             { type: "response.output_text.delta", sequence_number: 1, item_id: `msg_out_${r.json.id}`, output_index: 0, content_index: 0, delta: "fi" },

@@ -125,6 +125,27 @@ describe("spending limit", () => {
     expect(await spentOf(k.id)).toBeCloseTo(2 * PER_IMAGE, 6);
   });
 
+  test("an organization's limit holds too: concurrent tasks of its keys cannot overspend it, nor can model requests beside them", async () => {
+    const o = await svc.org();
+    const { sql } = await import("drizzle-orm");
+    const { leasesFor, orgBudgetsFor } = await import("../../src/budgets");
+    await svc.server.services.db.execute(sql`update organizations set spending_limit = 0.1 where id = ${o}`);
+    await orgBudgetsFor(svc.server.services).reload();
+    const keys = [await svc.key(o), await svc.key(o), await svc.key(o)];
+    // Two slow tasks hold 0.084 of the organization's 0.1 while they run; the third key's is refused.
+    const results = await Promise.all(keys.map((k) => post(svc, k.key, "/v1/generations", { model: "gpt-image-1", prompt: "slow square" })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 201, 402]);
+    expect(JSON.stringify(results.find((r) => r.status === 402)!.json)).toContain("organization spending limit exceeded");
+    // A model request's hold is granted beside the pending estimates only: 0.016 is left.
+    const leases = leasesFor(svc.server.services);
+    expect(await leases.hold({ keyId: keys[0].id, orgId: o, key: false, org: true, amount: 0.02 })).toBe("org");
+    expect(await leases.hold({ keyId: keys[0].id, orgId: o, key: false, org: true, amount: 0.015 })).toBeNull();
+    // And a task is refused beside that hold.
+    expect((await post(svc, keys[2].key, "/v1/generations", { model: "gpt-image-1", prompt: "slow square" })).status).toBe(402);
+    leases.released({ amount: 0.015, org: o });
+    for (const [i, r] of results.entries()) if (r.status === 201) await settled(`${svc.url}/v1/tasks/${r.json.id}`, keys[i].key);
+  });
+
   test("a key already at its limit is refused by the surface with the spec's 402", async () => {
     const k = await svc.key(org, { spendingLimit: 0.01 });
     await svc.server.services.db.update(apiKeys).set({ spent: 0.02, updatedAt: new Date() }).where(eq(apiKeys.id, k.id));

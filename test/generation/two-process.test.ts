@@ -35,8 +35,7 @@ test("two service processes on one PostgreSQL share the queue: every task runs e
       PORT: "0",
       HOST: "127.0.0.1",
       DATA_DIR: dataDir,
-      // Both processes store media in one place, as replicas would share an object store.
-      MEDIA_DIR: join(tmpdir(), `gen-two-media-${process.pid}`),
+      // No MEDIA_DIR: on a PostgreSQL server the files live in the database, which both read.
       DATABASE_URL: db.url,
       LOG_LEVEL: "silent",
       BOOTSTRAP: "false",
@@ -50,7 +49,6 @@ test("two service processes on one PostgreSQL share the queue: every task runs e
     cleanup.push(() => server.stop());
     servers.push(server);
   }
-  cleanup.push(() => rmSync(join(tmpdir(), `gen-two-media-${process.pid}`), { recursive: true, force: true }));
   const s = servers[0].services;
   const org = await s.keys.createOrganization("two");
   const { key } = await s.keys.createKey({ organizationId: org.id, name: "t" });
@@ -76,7 +74,13 @@ test("two service processes on one PostgreSQL share the queue: every task runs e
   expect(rows.map((r) => r.attempts)).toEqual(Array(N).fill(1));
   // One event per task reached the registered webhook (delivered by either process).
   await rx.waitFor((r) => new Set(r.map((x) => x.headers["x-event-id"])).size === N, 20_000);
-  // Outputs are readable through either process.
-  const url = new URL(done[0].outputs[0]);
-  for (const server of servers) expect((await fetch(server.url + url.pathname)).status).toBe(200);
+  // Every output is readable through either process, whichever downloaded it, with its bytes.
+  for (const d of done) {
+    const url = new URL(d.outputs[0]);
+    for (const server of servers) {
+      const res = await fetch(server.url + url.pathname);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(PNG)).toBe(true);
+    }
+  }
 }, 120_000);

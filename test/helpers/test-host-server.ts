@@ -9,7 +9,9 @@ import { join } from "node:path";
  *   GET /bytes/<n>   n bytes (a download; at most 1 GiB), streamed
  *   GET /host        the Host header it received
  *   GET /<path>      a file of the directory given as second argument, if it has one
- *                    (a directory's index.html): package registries made by a test
+ *                    (a directory's index.html): package registries made by a test;
+ *                    404 for a missing file under one of its directories (apt probes
+ *                    InRelease and Release.gpg, which a flat test repository has not)
  */
 const certDir = process.argv[2];
 const filesDir = process.argv[3];
@@ -22,6 +24,8 @@ function handler(port: number) {
     if (filesDir && !url.pathname.includes("..")) {
       const path = join(filesDir, decodeURIComponent(url.pathname));
       for (const candidate of [path, join(path, "index.html")]) if (statSync(candidate, { throwIfNoEntry: false })?.isFile()) return new Response(Bun.file(candidate));
+      const top = url.pathname.split("/")[1];
+      if (top && statSync(join(filesDir, top), { throwIfNoEntry: false })?.isDirectory()) return new Response("not found", { status: 404 });
     }
     if (url.pathname === "/host") return new Response(req.headers.get("host") ?? "");
     const bytes = /^\/bytes\/(\d+)$/.exec(url.pathname);

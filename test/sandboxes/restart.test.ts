@@ -103,7 +103,8 @@ test("a killed and restarted service keeps running and paused sandboxes and thei
   if (typeof cg === "string") throw new Error(cg);
   const groupOf = (id: string) => JSON.parse(readFileSync(join(dataDir, "sandboxes", id, "state.json"), "utf8")).cgroup as string;
   // (A create may have taken a warm sandbox: its group keeps the warm name.)
-  const liveDirs = readdirSync(join(dataDir, "sandboxes"));
+  // (Dot directories hold the files of paused sandboxes and snapshots.)
+  const liveDirs = readdirSync(join(dataDir, "sandboxes")).filter((d) => !d.startsWith("."));
   expect(liveDirs.sort()).toEqual([running, paused, expiring].sort());
   expect(cg.names().sort()).toEqual(liveDirs.map(groupOf).sort());
   const before = readCount(dataDir, running);

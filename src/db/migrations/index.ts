@@ -13,6 +13,11 @@ import m10 from "./0010_sandbox_network.sql" with { type: "text" };
 import m11 from "./0011_responses_affinity.sql" with { type: "text" };
 import m12 from "./0012_sandbox_quotas.sql" with { type: "text" };
 import m13 from "./0013_usage_parts_and_holds.sql" with { type: "text" };
+import m14 from "./0014_sandbox_pause_lifecycle_snapshots.sql" with { type: "text" };
+import m15 from "./0015_budget_leases.sql" with { type: "text" };
+import m16 from "./0016_sandbox_nodes_and_shared_media.sql" with { type: "text" };
+import m17 from "./0017_template_builds.sql" with { type: "text" };
+import m18 from "./0018_stored_resources.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -29,4 +34,9 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0011_responses_affinity", when: 1795759019799, breakpoints: true, sql: m11 },
   { tag: "0012_sandbox_quotas", when: 1795761325266, breakpoints: true, sql: m12 },
   { tag: "0013_usage_parts_and_holds", when: 1795761749348, breakpoints: true, sql: m13 },
+  { tag: "0014_sandbox_pause_lifecycle_snapshots", when: 1795771091969, breakpoints: true, sql: m14 },
+  { tag: "0015_budget_leases", when: 1795775332013, breakpoints: true, sql: m15 },
+  { tag: "0016_sandbox_nodes_and_shared_media", when: 1795775905343, breakpoints: true, sql: m16 },
+  { tag: "0017_template_builds", when: 1795776430941, breakpoints: true, sql: m17 },
+  { tag: "0018_stored_resources", when: 1795776494157, breakpoints: true, sql: m18 },
 ];

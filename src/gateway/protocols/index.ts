@@ -1,10 +1,18 @@
 import type { Surface } from "../../http/surfaces";
 import { batchEmbedContents } from "./batch-embed-contents";
+import { batches } from "./batches";
 import { chat } from "./chat";
 import { countTokens } from "./count-tokens";
 import { embedContent } from "./embed-content";
 import { embeddings } from "./embeddings";
+import { files } from "./files";
 import { generateContent } from "./generate-content";
+import { imageEdits } from "./image-edits";
+import { images } from "./images";
+import { moderations } from "./moderations";
+import { speech } from "./speech";
+import { transcriptions } from "./transcriptions";
+import { translations } from "./translations";
 import { genvendorCountTokens } from "./genvendor-count-tokens";
 import { interactions } from "./interactions";
 import { messages } from "./messages";
@@ -18,7 +26,7 @@ export { defineProtocol } from "./spec";
  * The wire protocols the gateway serves, one module each; adding a protocol is its
  * module plus one line here. The order is the order `Router.protocolsOf` lists them in.
  */
-export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens] as const;
+export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens, images, imageEdits, speech, transcriptions, translations, moderations, files, batches] as const;
 
 /** Wire protocols of the model surfaces (one per surface family, named after the surface). */
 export type Protocol = (typeof PROTOCOL_SPECS)[number]["name"];
@@ -42,5 +50,6 @@ export function surfacesOf(spec: ProtocolSpec): Surface[] {
     scope: "models",
     spendLimitStatus: spec.spendLimitStatus,
     ...(spec.passThrough ? { passThrough: true } : {}),
+    ...(spec.route.kind === "multipart" || spec.uploads ? { streamedBody: true } : {}),
   }));
 }

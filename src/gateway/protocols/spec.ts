@@ -46,9 +46,16 @@ export interface ProtocolSpec<N extends string = string> {
    * events only; absent for protocols that define no keep-alive event.
    */
   readonly ping?: Uint8Array;
+  /**
+   * `binary`: a successful answer is a file (speech audio), passed through to the client
+   * chunk by chunk, never read as text; usage comes from the request (`Call.usage`).
+   */
+  readonly answer?: "binary";
+  /** The surface's POST bodies may be multipart uploads, read by the route as a stream (files); multipart routes are so anyway. */
+  readonly uploads?: boolean;
 }
 
-export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute;
+export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute | MultipartRoute;
 
 interface RouteDocs {
   summary: string;
@@ -81,6 +88,22 @@ export interface ModelInPathRoute extends RouteDocs {
   actions: Readonly<Record<string, { stream: boolean }>>;
   body: TSchema;
   check?(body: any): void;
+}
+
+/**
+ * `POST <path>` with a multipart/form-data body (a file upload) naming the model in its
+ * `model` field. The body is never parsed whole: it is written to a spool file as it
+ * arrives (src/gateway/upload.ts), the small fields read on the way, and each candidate
+ * is sent the spooled bytes, so a fallback can send them again.
+ */
+export interface MultipartRoute extends RouteDocs {
+  kind: "multipart";
+  path: string;
+  operationId: string;
+  /** The form's fields for the OpenAPI document (declared; the parts pass through unchecked). */
+  form: TSchema;
+  /** The model when the form has no `model` field (undefined: the field is required). */
+  defaultModel?: string;
 }
 
 /**
@@ -118,6 +141,16 @@ export interface Usage {
    * before its usage arrived (the client went away, the upstream failed).
    */
   estimated?: boolean;
+  /**
+   * Units priced per unit rather than per token (images, speech, transcription): the
+   * gateway prices them from the unit prices (src/generation/pricing.ts) where it knows
+   * the model's, and the catalog prices the tokens otherwise.
+   */
+  images?: number;
+  /** Seconds of audio transcribed or translated. */
+  audioSeconds?: number;
+  /** Characters of text spoken. */
+  characters?: number;
 }
 
 export interface StreamEvent {
@@ -180,6 +213,7 @@ export function openaiDetails(u: Usage, input: any, output: any): void {
 export function clearUsage(u: Usage): void {
   u.inputTokens = u.outputTokens = 0;
   u.cachedTokens = u.cacheWriteTokens = u.cacheWrite1hTokens = u.reasoningTokens = u.inputAudioTokens = u.outputAudioTokens = undefined;
+  u.images = u.audioSeconds = u.characters = undefined;
 }
 
 /** Parsed JSON, or undefined for text that is not JSON (a malformed upstream event). */

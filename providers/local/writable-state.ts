@@ -1,0 +1,52 @@
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { dirname } from "node:path";
+import { BackendError } from "../../src/plugin-api";
+import { SANDBOX_HOME } from "./layout";
+
+/**
+ * What of a sandbox is its own, as opposed to its template's: the places it can write.
+ * Pause to disk, snapshots and forks archive exactly these and restore them into a new
+ * sandbox of the same template; everything else comes from the template again. Paths are
+ * inside the sandbox. A writable root (an overlay over the template's root) adds its
+ * upper directory here, as one more entry.
+ */
+export const WRITABLE_STATE: readonly string[] = [SANDBOX_HOME, "/tmp", "/dev/shm"];
+
+/**
+ * Archives the sandbox's writable state to `dest` (a tar file, written whole or not at
+ * all), reading it through /proc/<init>/root: the sandbox's own view of its mounts, from
+ * the host, so it works while the sandbox is frozen (nothing runs inside to do it).
+ *
+ * Threat: the sandbox controls every name and file in these trees. tar does not follow
+ * symbolic links when archiving (no -h), FIFOs and devices are stored as entries and never
+ * opened for reading, and the mount points themselves cannot be swapped for links (the
+ * sandbox's root is read-only and it has no capability to mount). The archive is only
+ * ever unpacked inside a sandbox, as its user (restoreArgs), never on the host.
+ */
+export async function archiveWritable(tar: string, initPid: number, dest: string): Promise<number> {
+  mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
+  const tmp = `${dest}.partial`;
+  const root = `/proc/${initPid}/root`;
+  const members = WRITABLE_STATE.map((p) => p.replace(/^\/+/, "")).filter((p) => existsSync(`${root}/${p}`));
+  const proc = Bun.spawn([tar, "--create", "--file", tmp, "--directory", root, "--one-file-system", "--sparse", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-removed", "--", ...members], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe",
+    env: { LC_ALL: "C" },
+  });
+  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  // 1: files changed while archived (a snapshot of a running sandbox); the archive is still whole.
+  if (code !== 0 && code !== 1) {
+    rmSync(tmp, { force: true });
+    throw new BackendError(500, `archiving the sandbox's files failed: ${err.trim().slice(0, 500) || `tar exited ${code}`}`);
+  }
+  renameSync(tmp, dest);
+  return statSync(dest).size;
+}
+
+/**
+ * The command, run inside the sandbox as its user, that unpacks an archive from stdin
+ * over its writable places. Existing directories keep their own owner and mode (the
+ * mount points belong to the new sandbox); files become the sandbox user's.
+ */
+export const RESTORE_COMMAND = ["tar", "--extract", "--file", "-", "--directory", "/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir", "--delay-directory-restore"];

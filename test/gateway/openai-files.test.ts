@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { LLMock } from "@copilotkit/aimock";
+import OpenAI, { toFile } from "openai";
+import { startTestService, type TestService } from "../helpers/service";
+
+// OpenAI files and batches through the official SDK against aimock: a file upload, a
+// batch that references it, listings, content, cancel and delete; another organization
+// sees none of them (404 without reaching the upstream, empty lists).
+let mock: LLMock;
+let svc: TestService;
+let openai: OpenAI;
+let other: OpenAI;
+
+const JSONL = `${JSON.stringify({ custom_id: "r1", method: "POST", url: "/v1/chat/completions", body: { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] } })}\n`;
+
+beforeAll(async () => {
+  mock = new LLMock({ port: 0, host: "127.0.0.1" });
+  await mock.start();
+  svc = await startTestService({ OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${mock.url}/v1` });
+  const client = async () => new OpenAI({ baseURL: `${svc.url}/v1`, apiKey: (await svc.key(await svc.org())).key, maxRetries: 0 });
+  openai = await client();
+  other = await client();
+}, 120_000);
+
+afterAll(async () => {
+  await svc?.close();
+  await mock?.stop();
+});
+
+/** The HTTP status an SDK call ended with (the SDK's promise is awaited, not handed to `expect().rejects`). */
+const statusOf = (p: PromiseLike<unknown>) => Promise.resolve(p).then(
+  () => 200,
+  (e) => e.status as number,
+);
+
+describe("OpenAI files and batches (openai SDK, aimock upstream)", () => {
+  test("upload, retrieve, content, list; a batch on the file: create, retrieve, list, cancel; delete", async () => {
+    const file = await openai.files.create({ file: await toFile(Buffer.from(JSONL), "requests.jsonl"), purpose: "batch" });
+    expect(file.id).toBeTruthy();
+    expect((await openai.files.retrieve(file.id)).id).toBe(file.id);
+    expect(await (await openai.files.content(file.id)).text()).toBe(JSONL);
+    expect((await openai.files.list()).data.map((f) => f.id)).toEqual([file.id]);
+
+    const batch = await openai.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    expect(batch.input_file_id).toBe(file.id);
+    expect((await openai.batches.retrieve(batch.id)).id).toBe(batch.id);
+    expect((await openai.batches.list()).data.map((b) => b.id)).toEqual([batch.id]);
+    const cancelled = await openai.batches.cancel(batch.id);
+    expect(["cancelling", "cancelled"]).toContain(cancelled.status);
+
+    // Another organization: every id is unknown, and its lists are empty.
+    const before = mock.getRequests().length;
+    const attempts = { retrieve: () => other.files.retrieve(file.id), content: () => other.files.content(file.id), delete: () => other.files.delete(file.id), batch: () => other.batches.retrieve(batch.id), cancel: () => other.batches.cancel(batch.id) };
+    for (const [name, attempt] of Object.entries(attempts)) {
+      const status = await statusOf(attempt());
+      expect(`${name} ${status}`).toBe(`${name} 404`);
+    }
+    expect(await statusOf(other.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }))).toBe(404);
+    expect((await other.files.list()).data).toEqual([]);
+    expect((await other.batches.list()).data).toEqual([]);
+    expect(mock.getRequests().length).toBe(before);
+
+    expect((await openai.files.delete(file.id)).deleted).toBe(true);
+    expect(await statusOf(openai.files.retrieve(file.id))).toBe(404);
+    expect((await openai.files.list()).data).toEqual([]);
+  });
+});

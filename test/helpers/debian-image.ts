@@ -1,0 +1,84 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * A Debian bookworm base made with debootstrap (minbase), as docker/build-base.sh makes
+ * the container image's base, cached across test runs: no image registry is needed. The
+ * root file system tar and an OCI image layout made from it with umoci are kept in
+ * GATEWAY_TEST_CACHE (default /var/tmp/gateway-test-cache); the first run takes minutes.
+ */
+export const TEST_CACHE = process.env.GATEWAY_TEST_CACHE ?? "/var/tmp/gateway-test-cache";
+
+function run(cmd: string[], step: string): void {
+  const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${step} failed (${cmd.join(" ")}):\n${r.stdout.toString().slice(-2000)}\n${r.stderr.toString().slice(-2000)}`);
+}
+
+/** The first Debian archive URL apt uses on this machine (DEBIAN_MIRROR overrides). */
+function debianMirror(): string {
+  if (process.env.DEBIAN_MIRROR) return process.env.DEBIAN_MIRROR;
+  const files = ["/etc/apt/sources.list", ...(existsSync("/etc/apt/sources.list.d") ? readdirSync("/etc/apt/sources.list.d").map((f) => `/etc/apt/sources.list.d/${f}`) : [])];
+  for (const f of files) {
+    const m = /https?:\/\/\S+\/debian\/?(?=\s|$)/m.exec(existsSync(f) ? readFileSync(f, "utf8") : "");
+    if (m) return m[0];
+  }
+  return "http://deb.debian.org/debian";
+}
+
+/** The cached debootstrap root file system as a tar (numeric owners). */
+export function debianRootfsTar(): string {
+  const tar = join(TEST_CACHE, "bookworm-minbase.tar");
+  if (existsSync(tar)) return tar;
+  if (!Bun.which("debootstrap")) throw new Error("debootstrap not found: install the Debian package 'debootstrap' (the image template tests build their base with it)");
+  mkdirSync(TEST_CACHE, { recursive: true });
+  const dir = mkdtempSync(join(TEST_CACHE, "deb-"));
+  try {
+    run(["debootstrap", "--variant=minbase", "bookworm", dir, debianMirror()], "debootstrap");
+    // Like the official slim image: no package cache or lists.
+    run(["sh", "-c", 'rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*', "sh", dir], "cleaning the base");
+    run(["tar", "-C", dir, "--numeric-owner", "-cf", `${tar}.tmp`, "."], "packing the base");
+    renameSync(`${tar}.tmp`, tar);
+    return tar;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** An OCI image layout of the base (one layer, tag `base`), made with umoci; returns its skopeo source. */
+export function debianOciLayout(): string {
+  const tar = debianRootfsTar();
+  const layout = join(TEST_CACHE, "bookworm-oci");
+  const stamp = join(layout, "made-from");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === String(statSync(tar).mtimeMs)) return `oci:${layout}:base`;
+  if (!Bun.which("umoci")) throw new Error("umoci not found: install the Debian package 'umoci'");
+  rmSync(layout, { recursive: true, force: true });
+  run(["umoci", "init", "--layout", layout], "umoci init");
+  run(["umoci", "new", "--image", `${layout}:base`], "umoci new");
+  run(["umoci", "raw", "add-layer", "--image", `${layout}:base`, tar], "umoci raw add-layer");
+  run(["umoci", "config", "--image", `${layout}:base`, "--config.env", "GW_IMAGE=debian-bookworm", "--config.cmd", "bash"], "umoci config");
+  writeFileSync(stamp, String(statSync(tar).mtimeMs));
+  return `oci:${layout}:base`;
+}
+
+/** The same image as an OCI archive (skopeo copy of the layout) in `dir`. */
+export function debianOciArchive(dir: string): string {
+  const out = join(dir, "debian.tar");
+  run(["skopeo", "copy", "--quiet", "--insecure-policy", debianOciLayout(), `oci-archive:${out}:base`], "skopeo copy");
+  return `oci-archive:${out}:base`;
+}
+
+/**
+ * A local apt repository with one package, `gw-hello` (installs /usr/bin/gw-hello, which
+ * prints "hello from a local apt repository"), in `dir` (flat repository: `deb [trusted=yes] http://host/apt ./`).
+ */
+export function makeAptRepository(dir: string): void {
+  const pkg = join(dir, "build", "gw-hello");
+  mkdirSync(join(pkg, "DEBIAN"), { recursive: true });
+  mkdirSync(join(pkg, "usr", "bin"), { recursive: true });
+  writeFileSync(join(pkg, "DEBIAN", "control"), "Package: gw-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: Test <test@example.org>\nDescription: a package from the test's apt repository\n");
+  writeFileSync(join(pkg, "usr", "bin", "gw-hello"), "#!/bin/sh\necho hello from a local apt repository\n", { mode: 0o755 });
+  const apt = join(dir, "apt");
+  mkdirSync(apt, { recursive: true });
+  run(["dpkg-deb", "--root-owner-group", "--build", pkg, join(apt, "gw-hello_1.0_all.deb")], "dpkg-deb");
+  run(["sh", "-c", 'cd "$1" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null', "sh", apt], "dpkg-scanpackages");
+}
