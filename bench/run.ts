@@ -18,6 +18,8 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   revocation: () => import("./revocation"),
   observability: () => import("./observability"),
   metrics: () => import("./metrics"),
+  startup: () => import("./startup"),
+  memory: () => import("./memory"),
 };
 
 const wanted = process.argv.slice(2);

@@ -33,14 +33,15 @@ export function wantsRestartForAllocator(config: Config): boolean {
  */
 export async function restartWithAllocatorTuned(config: Config): Promise<void> {
   if (!wantsRestartForAllocator(config)) return;
-  // Creating a new embedded database (initdb) leaves some 700 MB of freed memory behind,
-  // which a process that keeps what it frees would hold for good: a new data directory
-  // is created here first, by the process about to be replaced.
+  // Creating a new embedded database leaves freed memory behind (some 700 MB for initdb,
+  // less when loading the prepared database), which a process that keeps what it frees
+  // would hold for good: a new data directory is created here first, by the process
+  // about to be replaced.
   if (!config.databaseUrl && !existsSync(`${config.dataDir}/pg/PG_VERSION`)) {
     const log = createLogger(config.logLevel);
     log.info("creating the embedded database before the service starts", { dataDir: config.dataDir });
     log.flush();
-    const database = await openDatabase({ url: undefined, dataDir: config.dataDir, ownThread: false });
+    const database = await openDatabase({ url: undefined, dataDir: config.dataDir, ownThread: false, progress: (msg, fields) => (log.info(msg, fields), log.flush()) });
     await database.close();
   }
   // A compiled binary's second argument is its own embedded entry point, not a user argument.

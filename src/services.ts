@@ -51,7 +51,7 @@ export interface ServiceOptions {
 
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const baseLog = opts.log ?? createLogger(config.logLevel);
-  const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread }));
+  const database = opts.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, ownThread: config.pgliteThread, progress: (msg, fields) => (baseLog.info(msg, fields), baseLog.flush()) }));
   baseLog.info("database ready", { kind: database.kind });
   const availability = new DatabaseAvailability(database, baseLog);
   // Every module logs through this one: a database fault becomes one line, not one per failure.

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
@@ -9,6 +9,8 @@ import { registerDatabase } from "./faults";
 import { migrate } from "./migrate";
 import { pgliteAssets } from "./pglite-assets";
 import { PgliteThread } from "./pglite-thread";
+import { preparedDatabase } from "./prepared";
+import { type Progress, withProgress } from "./progress";
 import * as schema from "./schema";
 import type { Db } from "./types";
 
@@ -44,12 +46,19 @@ export interface OpenOptions {
    * see pglite-thread.ts for the trade-off.
    */
   ownThread?: boolean;
+  /**
+   * PGlite only: a new data directory starts from the prepared empty database when this
+   * install has one (prepared.ts), instead of running initdb. Default true.
+   */
+  prepared?: boolean;
+  /** Told what is taking long (more than a second) while the database opens: for start-up log lines. */
+  progress?: Progress;
 }
 
 /** Opens the database and applies the embedded migrations before returning. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts.dataDir, opts.loadDataDir, opts.ownThread ?? false);
-  await migrate(database.db);
+  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts);
+  await withProgress(opts.progress, "applying database migrations", () => migrate(database.db));
   return database;
 }
 
@@ -71,7 +80,9 @@ function openPostgres(url: string): Database {
   };
 }
 
-async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThread: boolean): Promise<Database> {
+async function openPglite(opts: OpenOptions): Promise<Database> {
+  const { dataDir, ownThread = false } = opts;
+  let loadDataDir = opts.loadDataDir;
   const inMemory = dataDir.startsWith("memory://");
   const pgDir = inMemory ? dataDir : `${dataDir}/pg`;
   // One opener per directory, ever: the lock comes before the first file is touched.
@@ -83,7 +94,13 @@ async function openPglite(dataDir: string, loadDataDir: Blob | undefined, ownThr
       mkdirSync(pgDir, { recursive: true, mode: 0o700 });
       restrictTree(pgDir);
     }
-    client = ownThread ? await PgliteThread.create(pgDir, loadDataDir) : await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets()) });
+    const isNew = inMemory || !existsSync(`${pgDir}/PG_VERSION`);
+    if (isNew && !loadDataDir && opts.prepared !== false) loadDataDir = await preparedDatabase();
+    const what = !isNew ? "opening the embedded database" : loadDataDir ? "creating the embedded database from the prepared one" : "creating the embedded database (initdb)";
+    client = await withProgress(opts.progress, what, async () =>
+      ownThread ? await PgliteThread.create(pgDir, loadDataDir, isNew) : await PGlite.create({ dataDir: pgDir, loadDataDir, ...(await pgliteAssets(isNew && !loadDataDir)) }),
+      { announce: isNew && !inMemory },
+    );
     if (!inMemory) restrictTree(pgDir);
   } catch (err) {
     lock?.release();

@@ -6,7 +6,7 @@ export interface OpenRequest {
   dataDir: string;
   loadDataDir?: Blob;
   pgliteWasmModule: WebAssembly.Module;
-  initdbWasmModule: WebAssembly.Module;
+  initdbWasmModule?: WebAssembly.Module;
   fsBundle: Blob;
   startParams: string[];
 }

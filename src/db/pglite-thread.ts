@@ -43,9 +43,10 @@ export class PgliteThread {
     this.worker.onerror = (e: ErrorEvent) => this.fail(new Error(`the embedded database thread failed: ${e.message}`));
   }
 
-  static async create(dataDir: string, loadDataDir?: Blob): Promise<PgliteThread> {
+  /** `isNew`: the directory has no database yet (initdb runs when no `loadDataDir` is given either). */
+  static async create(dataDir: string, loadDataDir?: Blob, isNew = true): Promise<PgliteThread> {
     const t = new PgliteThread();
-    const assets = await pgliteAssets();
+    const assets = await pgliteAssets(isNew && !loadDataDir);
     const open: OpenRequest = { dataDir, loadDataDir, ...assets, fsBundle: new Blob([await assets.fsBundle.arrayBuffer()]) };
     try {
       await t.call({ op: "open", open });
