@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
@@ -21,8 +21,9 @@ import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import type { LayerStore } from "../../src/templates/layers";
-import { maxLayers, rootsOf, sweepOrphanRoots, unmountSandbox } from "./rootfs";
-import { killUnfinished, type Started, startSandbox } from "./start";
+import { maxLayers, rootsOf, unmountSandbox } from "./rootfs";
+import { type Started, startSandbox } from "./start";
+import { sweepLeftovers } from "./sweep";
 import { HOST_ID, type LocalState, sameMachine } from "./state";
 import { archiveWritable, refuseImageFiles, restoreWritable } from "./writable-state";
 
@@ -442,42 +443,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return st.state === "T" ? "paused" : "running";
   }
 
-  /** Destroys sandbox directories and cgroups (and their processes) that the database does not list as live. */
+  /** Destroys sandbox directories and cgroups (and their processes) that the database does not list as live (sweep.ts). */
   async sweep(liveIds: Set<string>): Promise<void> {
-    const keepGroups = new Set<string>();
-    for (const name of existsSync(this.opts.root) ? readdirSync(this.opts.root) : []) {
-      // Leftover sandboxes, and warm ones of a previous run of the service.
-      if (!(name.startsWith("sbx_") || name.startsWith("pool_"))) continue;
-      const state = readState(join(this.opts.root, name));
-      if (liveIds.has(name)) {
-        // Paused, its processes gone (a host reboot), its files on disk: what is left of it goes; a resume starts it again.
-        if (state && !this.running(state) && existsSync(this.files.pausedPath(name))) {
-          await this.destroyDir(name, state);
-          continue;
-        }
-        if (state?.cgroup) keepGroups.add(state.cgroup);
-        // The host ledger is per process: rebuilt from what still runs here.
-        if (state?.host === HOST_ID) this.opts.hostMemory.force(name, state.resources?.memoryMB ?? this.opts.defaultResources.memoryMB);
-        await this.net?.restore(name, join(this.opts.root, name));
-        continue;
-      }
-      this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
-      if (!state) killUnfinished(join(this.opts.root, name));
-      await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
-    }
-    // Image sandboxes' roots whose directory is gone (likewise).
-    const dirs = existsSync(this.opts.root) ? readdirSync(this.opts.root).map((n) => join(this.opts.root, n)) : [];
-    const orphans = sweepOrphanRoots(this.opts.root, dirs);
-    if (orphans) this.opts.log.warn("removed leftover sandbox root mounts", { count: orphans });
-    // Files of paused sandboxes that are no longer live (a crash between a kill's commit and its destroy).
-    this.files.sweepPaused(liveIds);
-    // Groups whose directory is gone (a crash between the two removals).
-    const cg = this.cgroups;
-    for (const group of cg?.names() ?? []) {
-      if (keepGroups.has(group)) continue;
-      this.opts.log.warn("removing leftover sandbox cgroup", { cgroup: group });
-      await cg!.destroy(group);
-    }
+    await sweepLeftovers(liveIds, {
+      root: this.opts.root, log: this.opts.log, hostMemory: this.opts.hostMemory, defaultResources: this.opts.defaultResources,
+      net: this.net,
+      files: this.files,
+      cgroups: () => this.cgroups,
+      running: (s) => this.running(s),
+      destroyDir: (dir, s) => this.destroyDir(dir, s),
+      destroy: (id, s) => this.destroy(id, s),
+    });
   }
 }
 
@@ -489,12 +465,4 @@ function opensNothing(r: EgressRules): boolean {
 
 function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {
   return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
-}
-
-function readState(dir: string): LocalState | undefined {
-  try {
-    return JSON.parse(readFileSync(join(dir, "state.json"), "utf8"));
-  } catch {
-    return undefined;
-  }
 }
