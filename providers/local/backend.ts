@@ -1,41 +1,33 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
+import { type LocalLimits, SandboxEntry, sandboxEnv } from "./enter";
 import { runCaptured } from "./exec";
-import { listDir, readFile, removePath, type RunScript, writeFile } from "./files";
+import { listDir, readFile, removePath, writeFile } from "./files";
 import { CLAUDE_CODE_MISSING } from "../../src/sandboxes/claude-code";
-import { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID } from "./layout";
-import { pauseBySignals, resumeBySignals } from "./pause";
+import { HostTools } from "./host-tools";
+import { ImageImports } from "./image-imports";
+import { SANDBOX_HOME, SANDBOX_PATH } from "./layout";
+import { freezeSandbox, thawSandbox } from "./pause";
 import { procStat, signal } from "./procfs";
+import { SavedFiles } from "./saved-files";
 import { spawnStreaming } from "./spawn";
-import { LocalNetworks, NETWORK_TOOLS } from "./network";
+import { LocalNetworks } from "./network";
 import { Relays } from "./network/relays";
 import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import type { LayerStore } from "../../src/templates/layers";
-import { maxLayers, rootsOf, sweepOrphanRoots, unmountSandbox } from "./rootfs";
-import { killUnfinished, type Started, startSandbox } from "./start";
-import { HOST_ID, joinCgroupArgs, type LocalState, sameMachine } from "./state";
-import { archiveWritable, RESTORE_COMMAND } from "./writable-state";
+import { maxLayers, rootsOf, unmountSandbox } from "./rootfs";
+import { type Started, startSandbox } from "./start";
+import { sweepLeftovers } from "./sweep";
+import { HOST_ID, type LocalState, sameMachine } from "./state";
+import { archiveWritable, refuseImageFiles, restoreWritable } from "./writable-state";
 
-export interface LocalLimits {
-  /** Processes per sandbox uid (RLIMIT_NPROC); the pids cgroup limit is the template's `pids`. */
-  processes: number;
-  /** Address space per process, MiB (RLIMIT_AS). */
-  memoryMB: number;
-  /** CPU seconds per process (RLIMIT_CPU). */
-  cpuSeconds: number;
-  /** Largest file a process may write, MiB (RLIMIT_FSIZE). */
-  fileSizeMB: number;
-  /** Open files per process (RLIMIT_NOFILE). */
-  openFiles: number;
-  /** Bytes of stdout and of stderr kept per command; the rest is replaced by a marker. */
-  outputBytes: number;
-}
+export type { LocalLimits } from "./enter";
 
 export interface LocalOptions {
   /** Started sandboxes kept ready per template (0 disables). */
@@ -61,14 +53,6 @@ export interface LocalOptions {
 export const OUTPUT_MARKER = (stream: string, n: number) => `\n[${stream} truncated: output exceeded ${n} bytes]\n`;
 export const OOM_MARKER = (mb: number) => `\n[out of memory: the sandbox's memory limit (${mb} MB, files in /home/user, /tmp and /dev/shm included) was reached and the kernel killed a process in the sandbox]\n`;
 
-const HOST_TOOLS: [string, string][] = [
-  ["bwrap", "bubblewrap"],
-  ["nsenter", "util-linux"],
-  ["setpriv", "util-linux"],
-  ["prlimit", "util-linux"],
-  ["unshare", "util-linux"],
-];
-
 /**
  * Sandboxes as bubblewrap namespaces on this host, each in a cgroup of its own. Each
  * sandbox is one long-lived bwrap process tree (pid 1 + `sleep infinity`) started in
@@ -86,15 +70,23 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    * and it creates cgroups.
    */
   private readonly privileged = process.getuid?.() === 0;
-  private readonly tools = new Map<string, string>();
+  private readonly tools: HostTools;
   private readonly pool: WarmPool;
   private cgroupState: { cgroups?: SandboxCgroups; problem?: string } | undefined;
   private readonly net: LocalNetworks | undefined;
   private readonly relays = new Relays();
-  /** Images of CONFIG_FILE templates (`image`), imported once on first use. */
-  private readonly imports = new Map<string, { done: Promise<ImportedLayers>; failed?: string }>();
+  /** Image templates' layers, imported on first use (image-imports.ts). */
+  private readonly images: ImageImports;
+  /** How commands, file operations and restores enter a sandbox (enter.ts). */
+  private readonly entry: SandboxEntry;
+  /** Paused sandboxes' files and snapshots on the host (saved-files.ts). */
+  private readonly files: SavedFiles;
 
   constructor(private readonly opts: LocalOptions) {
+    this.tools = new HostTools({ path: opts.path, network: !!opts.network });
+    this.images = new ImageImports({ layers: opts.layers, log: opts.log });
+    this.entry = new SandboxEntry({ limits: opts.limits, tool: (name) => this.tool(name), cgroups: () => this.cgroups });
+    this.files = new SavedFiles({ root: opts.root, log: opts.log });
     this.net = opts.network && new LocalNetworks({ ...opts.network, log: opts.log, tool: (name) => this.tool(name) });
     this.pool = new WarmPool({ size: opts.warmPool, memory: opts.hostMemory, log: opts.log, resources: (t) => this.templateResources(t), start: (t, dir, r) => this.start(t, dir, r), destroy: (dir, s) => this.destroyDir(dir, s).catch((e) => opts.log.warn("warm sandbox not destroyed", { sandbox: dir, err: e })) });
   }
@@ -120,31 +112,14 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return this.cgroupSetup().cgroups;
   }
 
-  /** The first missing host program, named with the Debian package that provides it. */
-  private missingTool(): string | undefined {
-    for (const [tool, pkg] of this.opts.network ? [...HOST_TOOLS, ...NETWORK_TOOLS] : HOST_TOOLS) {
-      if (this.tools.has(tool)) continue;
-      const path = Bun.which(tool, { PATH: this.opts.path ?? process.env.PATH ?? "" });
-      if (!path) return `the local sandbox backend needs '${tool}', which is not installed: install the Debian package '${pkg}'`;
-      this.tools.set(tool, path);
-    }
-    return undefined;
-  }
-
   private tool(name: string): string {
-    const missing = this.missingTool();
-    if (missing) throw new BackendError(503, missing);
-    const found = this.tools.get(name) ?? Bun.which(name, { PATH: this.opts.path ?? process.env.PATH ?? "" });
-    // A tool only some calls need (socat, for ports from outside, when sandboxes have no network).
-    if (!found) throw new BackendError(503, `the local sandbox backend needs '${name}' for this, which is not installed: install the Debian package '${NETWORK_TOOLS.find(([t]) => t === name)?.[1] ?? name}'`);
-    this.tools.set(name, found);
-    return found;
+    return this.tools.path(name);
   }
 
   templateProblem(template: LocalTemplate): string | undefined {
     if (process.platform !== "linux") return `template ${template.id} is unavailable: the local sandbox backend runs on Linux only`;
     if (!this.privileged) return `template ${template.id} is unavailable: the local sandbox backend needs the service to run as root (it starts each sandbox under its own unprivileged uid)`;
-    const tool = this.missingTool();
+    const tool = this.tools.missing();
     if (tool) return `template ${template.id} is unavailable: ${tool}`;
     const cg = this.cgroupSetup().problem;
     if (cg) return `template ${template.id} is unavailable: ${cg}`;
@@ -154,7 +129,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     }
     if (template.layers || template.image) {
       if (!this.opts.layers) return `template ${template.id} is unavailable: this service has no layer store for image templates`;
-      const failed = template.image && this.imports.get(template.image)?.failed;
+      const failed = template.image && this.images.failed(template.image);
       if (failed) return `template ${template.id} is unavailable: importing its image failed: ${failed}`;
       if (template.layers) {
         const missing = this.opts.layers.missing(template.layers);
@@ -199,7 +174,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
         this.opts.hostMemory.release(spec.sandboxId);
         throw e;
       }));
-    await this.settle(spec.sandboxId, started, spec.network, spec.fromSnapshot ? this.snapshotPath(spec.fromSnapshot) : undefined);
+    await this.settle(spec.sandboxId, started, spec.network, spec.fromSnapshot ? this.files.snapshotPath(spec.fromSnapshot) : undefined);
     this.pool.refill(spec.template);
     return { ...started.state, root: this.opts.root };
   }
@@ -212,8 +187,8 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   private async settle(id: string, started: Started, network: EgressRules | undefined, files: string | undefined): Promise<void> {
     try {
       // Its rules are in force before its first command runs.
-      if (this.net) await this.net.apply(id, join(this.opts.root, id), this.cgroupJoin(started.state), network ?? NO_EGRESS);
-      if (files) await this.restore(id, started.state, files);
+      if (this.net) await this.net.apply(id, join(this.opts.root, id), this.entry.cgroupJoin(started.state), network ?? NO_EGRESS);
+      if (files) await restoreWritable(this.entry, id, started.state, files);
     } catch (e) {
       started.discard();
       await this.destroyDir(id, started.state);
@@ -223,58 +198,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     started.release();
   }
 
-  /** Unpacks an archive of writable state (writable-state.ts) inside the sandbox, as its user. */
-  private async restore(id: string, s: LocalState, archive: string): Promise<void> {
-    if (!existsSync(archive)) throw new BackendError(404, `the files of ${id}'s snapshot are gone from this host`);
-    const proc = Bun.spawn(this.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv(s, {}) });
-    const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
-    if (code !== 0) throw new BackendError(507, `restoring the sandbox's files failed (its disk size may be smaller than the files): ${err.trim().slice(0, 500) || `tar exited ${code}`}`);
-  }
-
-  /** Where a paused sandbox's files are kept: outside its directory, which a pause to disk removes. */
-  private pausedPath(id: string): string {
-    return join(this.opts.root, ".paused", `${id}.tar`);
-  }
-
-  private snapshotPath(snapshotId: string): string {
-    if (!/^[a-z0-9_]{1,64}$/.test(snapshotId)) throw new BackendError(400, "invalid snapshot id");
-    return join(this.opts.root, ".snapshots", `${snapshotId}.tar`);
-  }
-
   private async start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
     const net = this.net;
     const network = net && { prepare: (dir: string) => net.prepare(dir), discard: (dir: string) => net.release(dirName, dir) };
-    const image = await this.imageOf(template);
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: image.layers.map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
-  }
-
-  /**
-   * An image template's layers and environment: its own `layers`, or its `image` imported
-   * on first use (one import per image however many sandboxes wait for it, progress in
-   * the service log). Undefined for a host-/usr template.
-   */
-  private async imageOf(t: LocalTemplate): Promise<ImportedLayers | undefined> {
-    const store = this.opts.layers;
-    if (t.layers) return { layers: t.layers, env: t.imageConfig?.env ?? {} };
-    if (!t.image || !store) return undefined;
-    const source = t.image;
-    let entry = this.imports.get(source);
-    if (!entry) {
-      const log = this.opts.log;
-      const record: { done: Promise<ImportedLayers>; failed?: string } = {
-        done: store
-          .importImage(source, { progress: (line) => log.info(`template ${t.id}: ${line}`) })
-          .then((img) => ({ layers: img.layers, env: img.config.env }))
-          .catch((e: Error) => {
-            record.failed = e.message;
-            log.error(`template ${t.id}: importing its image failed`, { error: e.message });
-            throw new BackendError(503, `template ${t.id} is unavailable: importing its image failed: ${e.message}`);
-          }),
-      };
-      entry = record;
-      this.imports.set(source, entry);
-    }
-    return entry.done;
+    const image = await this.images.imageOf(template);
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.entry.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: image.layers.map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
   }
 
   /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
@@ -314,26 +242,6 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     rmSync(join(this.opts.root, dir), { recursive: true, force: true });
   }
 
-  /** prlimit arguments: per-process limits inherited by the sandbox and by every command run in it. */
-  private limitArgs(resources?: SandboxResources): string[] {
-    const l = this.opts.limits;
-    // A sandbox given more memory than the per-process cap may use it in one process.
-    const asMB = Math.max(l.memoryMB, resources?.memoryMB ?? 0);
-    return [
-      this.tool("prlimit"),
-      // Threat: fork bombs (the pids cgroup is the per-sandbox cap). Counted per host uid,
-      // which is unique to the sandbox.
-      `--nproc=${l.processes}`,
-      // Threat: one process taking the sandbox's whole memory (the memory cgroup caps the sandbox).
-      `--as=${asMB * 1024 * 1024}`,
-      // Threat: busy loops in background processes burning CPU forever.
-      `--cpu=${l.cpuSeconds}`,
-      `--fsize=${l.fileSizeMB * 1024 * 1024}`,
-      `--nofile=${l.openFiles}`,
-      "--",
-    ];
-  }
-
   private live(id: string, state: BackendState): LocalState {
     const s = state as LocalState;
     if (s.host !== HOST_ID) throw new BackendError(409, `sandbox ${id} runs on another host (${s.host.split("/")[0]}); use the service there`);
@@ -353,36 +261,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return s.root === undefined || s.root === this.opts.root;
   }
 
-  /** argv prefix that moves a process into the sandbox's cgroup (nothing without cgroups). */
-  private cgroupJoin(s: LocalState, pwd?: string): string[] {
-    return joinCgroupArgs(s.cgroup && this.cgroups ? this.cgroups.procsFiles(s.cgroup) : [], pwd);
-  }
-
-  /** Host argv that runs `command` inside the sandbox, in its cgroup, as its user (or root, in an image sandbox). */
-  private enterArgs(s: LocalState, command: string[], user: SandboxUser = "user"): string[] {
-    // Threat: root of a host-/usr sandbox. Its user namespace maps one id only; there is no root inside to be.
-    if (user === "root" && s.idBase === undefined) throw new BackendError(400, "user 'root' needs a sandbox of an image template: a host-/usr template's sandbox has its one user only");
-    const id = String(user === "root" ? 0 : SANDBOX_UID);
-    return [
-      // nsenter --wd starts the command in pid 1's directory, the sandbox's home.
-      ...this.cgroupJoin(s, SANDBOX_HOME),
-      // No setuid escalation: every bwrap mount is nosuid, and host root is not mapped
-      // in the sandbox's user namespace, so setuid-root binaries gain nothing.
-      ...this.limitArgs(s.resources),
-      this.tool("nsenter"), "-t", String(s.initPid),
-      "--user", "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--root", "--wd",
-      "--setuid", id, "--setgid", id,
-      "--",
-      ...command,
-    ];
-  }
-
   async exec(id: string, state: BackendState, spec: ExecSpec): Promise<ExecResult> {
     const s = this.live(id, state);
     const max = this.opts.limits.outputBytes;
     const cg = s.cgroup ? this.cgroups : undefined;
     const ooms = cg ? cg.oomKills(s.cgroup!) : 0;
-    const r = await runCaptured({ argv: this.enterArgs(s, [spec.cmd, ...spec.args], spec.user), env: sandboxEnv(s, spec.envVars, spec.user), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
+    const r = await runCaptured({ argv: this.entry.enterArgs(s, [spec.cmd, ...spec.args], spec.user), env: sandboxEnv(s, spec.envVars, spec.user), pidNs: s.pidNs, timeoutMs: spec.timeoutMs, maxOutput: max, signal: spec.signal });
     let stdout = new TextDecoder().decode(r.stdout);
     let stderr = new TextDecoder().decode(r.stderr);
     if (r.stdoutTruncated) stdout += OUTPUT_MARKER("stdout", max);
@@ -399,7 +283,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     // The working directory is entered inside the sandbox, where only its own view of the file system exists.
     const home = spec.user === "root" ? "/root" : SANDBOX_HOME;
     const argv = ["/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sh", spec.cwd || home, ...spec.argv];
-    return spawnStreaming(this.enterArgs(s, argv, spec.user), sandboxEnv(s, spec.env, spec.user), s.pidNs);
+    return spawnStreaming(this.entry.enterArgs(s, argv, spec.user), sandboxEnv(s, spec.env, spec.user), s.pidNs);
   }
 
   usage(_id: string, state: BackendState): SandboxUsage | undefined {
@@ -420,48 +304,34 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
       throw new BackendError(409, "sandboxes on this service have no network (SANDBOX_NETWORK=off)");
     }
     if (!existsSync(this.net.path(join(this.opts.root, id)))) throw new BackendError(409, `sandbox ${id} was started without a network of its own (SANDBOX_NETWORK was off); create a new sandbox`);
-    await this.net.apply(id, join(this.opts.root, id), this.cgroupJoin(s), rules);
+    await this.net.apply(id, join(this.opts.root, id), this.entry.cgroupJoin(s), rules);
   }
 
   /** A relay to `port` on the sandbox's loopback (network/relays.ts), in its cgroup and namespace, as its host uid. */
   portSocket(id: string, state: BackendState, port: number): Promise<string> {
     const s = this.live(id, state);
-    const prefix = [...this.cgroupJoin(s), this.tool("nsenter"), "-t", String(s.initPid), "--net", "--"];
+    const prefix = [...this.entry.cgroupJoin(s), this.tool("nsenter"), "-t", String(s.initPid), "--net", "--"];
     return this.relays.socket(id, port, { prefix, socat: this.tool("socat"), dir: join(this.opts.root, id, "ports"), hostUid: s.hostUid });
   }
 
-  private runner(s: LocalState): RunScript {
-    return (script, args, opts = {}) =>
-      runCaptured({
-        argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
-        env: sandboxEnv(s, {}),
-        pidNs: s.pidNs,
-        timeoutMs: 30_000,
-        maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,
-        stdin: opts.stdin,
-      });
-  }
-
   readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
-    return readFile(this.runner(this.live(id, state)), path, maxBytes);
+    return readFile(this.entry.runner(this.live(id, state)), path, maxBytes);
   }
 
   writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry> {
-    return writeFile(this.runner(this.live(id, state)), path, data);
+    return writeFile(this.entry.runner(this.live(id, state)), path, data);
   }
 
   remove(id: string, state: BackendState, path: string): Promise<void> {
-    return removePath(this.runner(this.live(id, state)), path);
+    return removePath(this.entry.runner(this.live(id, state)), path);
   }
 
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]> {
-    return listDir(this.runner(this.live(id, state)), path);
+    return listDir(this.entry.runner(this.live(id, state)), path);
   }
 
   /**
-   * Pause freezes the sandbox's cgroup: every process stops at once, forks included,
-   * and none of them sees a signal (SIGSTOP would be visible to a parent as a stopped
-   * child). Without cgroups: SIGSTOP to each process. Then its files go to disk, so
+   * Pause freezes the sandbox's processes (pause.ts). Then its files go to disk, so
    * that the pause outlives a host reboot (the processes do not: see the README).
    * keepMemory false ends the processes once the files are written: a resume starts
    * the sandbox again with them.
@@ -469,26 +339,16 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   async pause(id: string, state: BackendState, opts: PauseOptions = { keepMemory: true }): Promise<BackendState> {
     const s = this.live(id, state);
     if (!opts.keepMemory) refuseImageFiles(s, "a pause that ends its processes");
-    await this.freeze(id, s);
+    await freezeSandbox(this.cgroups, id, s);
     try {
-      await archiveWritable(this.tool("tar"), s.initPid, this.pausedPath(id));
+      await archiveWritable(this.tool("tar"), s.initPid, this.files.pausedPath(id));
     } catch (e) {
-      this.thaw(s);
+      thawSandbox(this.cgroups, s);
       throw e;
     }
     if (opts.keepMemory) return s;
     await this.destroyDir(id, s);
     return { ...s, onDisk: true };
-  }
-
-  private async freeze(id: string, s: LocalState): Promise<void> {
-    if (s.cgroup && this.cgroups) return this.cgroups.freeze(s.cgroup);
-    await pauseBySignals(id, s.pidNs);
-  }
-
-  private thaw(s: LocalState): void {
-    if (s.cgroup && this.cgroups) this.cgroups.thaw(s.cgroup);
-    else resumeBySignals(s.pidNs);
   }
 
   /**
@@ -498,10 +358,10 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    */
   async resume(id: string, state: BackendState, _timeoutSec: number, opts?: ResumeOptions): Promise<BackendState> {
     const s = state as LocalState;
-    const archive = this.pausedPath(id);
+    const archive = this.files.pausedPath(id);
     const kept = !s.onDisk && s.host === HOST_ID && this.running(s);
     if (kept && !opts?.reboot) {
-      this.thaw(s);
+      thawSandbox(this.cgroups, s);
       // From now on the processes change the files; the copy on disk is stale.
       rmSync(archive, { force: true });
       return s;
@@ -528,37 +388,27 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    * snapshot is one moment of it; a paused one's files are those it was paused with.
    */
   async snapshot(id: string, state: BackendState, snapshotId: string): Promise<number> {
-    const dest = this.snapshotPath(snapshotId);
+    const dest = this.files.snapshotPath(snapshotId);
     const s = state as LocalState;
-    const paused = this.pausedPath(id);
-    if (s.onDisk || (s.host !== HOST_ID && existsSync(paused))) {
-      mkdirSync(join(this.opts.root, ".snapshots"), { recursive: true, mode: 0o700 });
-      copyFileSync(paused, `${dest}.partial`);
-      renameSync(`${dest}.partial`, dest);
-      return Bun.file(dest).size;
-    }
+    const paused = this.files.pausedPath(id);
+    if (s.onDisk || (s.host !== HOST_ID && existsSync(paused))) return this.files.snapshotPaused(id, snapshotId);
     const live = this.live(id, state);
     refuseImageFiles(live, "a snapshot");
     const wasFrozen = live.cgroup && this.cgroups ? this.cgroups.frozen(live.cgroup) : procStat(live.initPid)?.state === "T";
-    if (!wasFrozen) await this.freeze(id, live);
+    if (!wasFrozen) await freezeSandbox(this.cgroups, id, live);
     try {
       return await archiveWritable(this.tool("tar"), live.initPid, dest);
     } finally {
-      if (!wasFrozen) this.thaw(live);
+      if (!wasFrozen) thawSandbox(this.cgroups, live);
     }
   }
 
   async deleteSnapshot(snapshotId: string): Promise<void> {
-    rmSync(this.snapshotPath(snapshotId), { force: true });
+    this.files.deleteSnapshot(snapshotId);
   }
 
   async sweepSnapshots(keep: Set<string>): Promise<void> {
-    const dir = join(this.opts.root, ".snapshots");
-    for (const file of existsSync(dir) ? readdirSync(dir) : []) {
-      if (file.endsWith(".tar") && keep.has(file.slice(0, -4))) continue;
-      this.opts.log.warn("removing leftover snapshot file", { file });
-      rmSync(join(dir, file), { force: true });
-    }
+    this.files.sweepSnapshots(keep);
   }
 
   private running(s: LocalState): boolean {
@@ -568,7 +418,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
 
   async destroy(id: string, state: BackendState): Promise<void> {
     const s = state as LocalState;
-    rmSync(this.pausedPath(id), { force: true });
+    rmSync(this.files.pausedPath(id), { force: true });
     // Paused to disk, or paused before a reboot of this host: its files were all there was.
     if (s.onDisk || (s.host && s.host !== HOST_ID && sameMachine(s.host))) return;
     if (s.host && s.host !== HOST_ID) throw new Error(`sandbox ${id} runs on another host (${s.host}); not destroyed from here`);
@@ -581,7 +431,7 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
   async liveness(id: string, state: BackendState): Promise<Liveness> {
     const s = state as LocalState;
     // Paused with its files on this host's disk: it resumes from them, whatever became of its processes.
-    const onDisk = existsSync(this.pausedPath(id)) && sameMachine(s.host);
+    const onDisk = existsSync(this.files.pausedPath(id)) && sameMachine(s.host);
     if (s.onDisk) return onDisk ? "paused" : "gone";
     if (s.host !== HOST_ID) return onDisk ? "paused" : "foreign";
     // Another service's data directory on this host (another sandbox node): not ours to judge.
@@ -593,46 +443,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return st.state === "T" ? "paused" : "running";
   }
 
-  /** Destroys sandbox directories and cgroups (and their processes) that the database does not list as live. */
+  /** Destroys sandbox directories and cgroups (and their processes) that the database does not list as live (sweep.ts). */
   async sweep(liveIds: Set<string>): Promise<void> {
-    const keepGroups = new Set<string>();
-    for (const name of existsSync(this.opts.root) ? readdirSync(this.opts.root) : []) {
-      // Leftover sandboxes, and warm ones of a previous run of the service.
-      if (!(name.startsWith("sbx_") || name.startsWith("pool_"))) continue;
-      const state = readState(join(this.opts.root, name));
-      if (liveIds.has(name)) {
-        // Paused, its processes gone (a host reboot), its files on disk: what is left of it goes; a resume starts it again.
-        if (state && !this.running(state) && existsSync(this.pausedPath(name))) {
-          await this.destroyDir(name, state);
-          continue;
-        }
-        if (state?.cgroup) keepGroups.add(state.cgroup);
-        // The host ledger is per process: rebuilt from what still runs here.
-        if (state?.host === HOST_ID) this.opts.hostMemory.force(name, state.resources?.memoryMB ?? this.opts.defaultResources.memoryMB);
-        await this.net?.restore(name, join(this.opts.root, name));
-        continue;
-      }
-      this.opts.log.warn("removing leftover local sandbox", { sandboxId: name });
-      if (!state) killUnfinished(join(this.opts.root, name));
-      await this.destroy(name, state ?? { initPid: 0, initStart: -1, hostUid: 0, pidNs: "", host: HOST_ID, cgroup: name });
-    }
-    // Image sandboxes' roots whose directory is gone (likewise).
-    const dirs = existsSync(this.opts.root) ? readdirSync(this.opts.root).map((n) => join(this.opts.root, n)) : [];
-    const orphans = sweepOrphanRoots(this.opts.root, dirs);
-    if (orphans) this.opts.log.warn("removed leftover sandbox root mounts", { count: orphans });
-    // Files of paused sandboxes that are no longer live (a crash between a kill's commit and its destroy).
-    const pausedDir = join(this.opts.root, ".paused");
-    for (const file of existsSync(pausedDir) ? readdirSync(pausedDir) : []) {
-      if (liveIds.has(file.replace(/\.tar(\.partial)?$/, "")) && !file.endsWith(".partial")) continue;
-      rmSync(join(pausedDir, file), { force: true });
-    }
-    // Groups whose directory is gone (a crash between the two removals).
-    const cg = this.cgroups;
-    for (const group of cg?.names() ?? []) {
-      if (keepGroups.has(group)) continue;
-      this.opts.log.warn("removing leftover sandbox cgroup", { cgroup: group });
-      await cg!.destroy(group);
-    }
+    await sweepLeftovers(liveIds, {
+      root: this.opts.root, log: this.opts.log, hostMemory: this.opts.hostMemory, defaultResources: this.opts.defaultResources,
+      net: this.net,
+      files: this.files,
+      cgroups: () => this.cgroups,
+      running: (s) => this.running(s),
+      destroyDir: (dir, s) => this.destroyDir(dir, s),
+      destroy: (id, s) => this.destroy(id, s),
+    });
   }
 }
 
@@ -644,34 +465,4 @@ function opensNothing(r: EgressRules): boolean {
 
 function sameResources(a: SandboxResources | undefined, b: SandboxResources): boolean {
   return !!a && a.memoryMB === b.memoryMB && a.cpuCount === b.cpuCount && a.diskSizeMB === b.diskSizeMB && a.pids === b.pids;
-}
-
-/**
- * The archive of a sandbox's files (writable-state.ts) holds its writable places, not an
- * image sandbox's root file system: its upper layer (rootfs.ts upperDir) is not in it yet.
- * Refused rather than restarting it without what root wrote (installed packages).
- */
-function refuseImageFiles(s: LocalState, what: string): void {
-  if (s.idBase !== undefined) throw new BackendError(400, `${what} is not available yet for a sandbox of an image template: its root file system's changes would be lost; pause it keeping its memory`);
-}
-
-function readState(dir: string): LocalState | undefined {
-  try {
-    return JSON.parse(readFileSync(join(dir, "state.json"), "utf8"));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The environment of a command: the sandbox's defaults, its image's environment, then the sandbox's envVars. */
-function sandboxEnv(s: LocalState, envVars: Record<string, string>, user: SandboxUser = "user"): Record<string, string> {
-  const home = user === "root" ? "/root" : SANDBOX_HOME;
-  return { HOME: home, PATH: SANDBOX_PATH, USER: user, LANG: "C.UTF-8", PWD: home, ...s.imageEnv, ...envVars };
-}
-
-/** What an image template's sandbox is started with. */
-interface ImportedLayers {
-  /** Layer digests, bottom first. */
-  layers: string[];
-  env: Record<string, string>;
 }

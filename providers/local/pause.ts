@@ -1,4 +1,21 @@
+import type { SandboxCgroups } from "./cgroup/types";
 import { childrenOf, pidsInNamespace, procStat, signal } from "./procfs";
+import type { LocalState } from "./state";
+
+/**
+ * Pause freezes the sandbox's cgroup: every process stops at once, forks included,
+ * and none of them sees a signal (SIGSTOP would be visible to a parent as a stopped
+ * child). Without cgroups: SIGSTOP to each process.
+ */
+export async function freezeSandbox(cgroups: SandboxCgroups | undefined, id: string, s: LocalState): Promise<void> {
+  if (s.cgroup && cgroups) return cgroups.freeze(s.cgroup);
+  await pauseBySignals(id, s.pidNs);
+}
+
+export function thawSandbox(cgroups: SandboxCgroups | undefined, s: LocalState): void {
+  if (s.cgroup && cgroups) cgroups.thaw(s.cgroup);
+  else resumeBySignals(s.pidNs);
+}
 
 /**
  * Pause without a freezer cgroup: SIGSTOP (which cannot be caught or ignored) to every

@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { BackendError } from "../../src/plugin-api";
+import { type SandboxEntry, sandboxEnv } from "./enter";
 import { SANDBOX_HOME } from "./layout";
+import type { LocalState } from "./state";
 
 /**
  * What of a sandbox is its own, as opposed to its template's: the places it can write.
@@ -50,3 +52,20 @@ export async function archiveWritable(tar: string, initPid: number, dest: string
  * mount points belong to the new sandbox); files become the sandbox user's.
  */
 export const RESTORE_COMMAND = ["tar", "--extract", "--file", "-", "--directory", "/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir", "--delay-directory-restore"];
+
+/** Unpacks an archive of writable state inside the sandbox, as its user. */
+export async function restoreWritable(entry: SandboxEntry, id: string, s: LocalState, archive: string): Promise<void> {
+  if (!existsSync(archive)) throw new BackendError(404, `the files of ${id}'s snapshot are gone from this host`);
+  const proc = Bun.spawn(entry.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv(s, {}) });
+  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  if (code !== 0) throw new BackendError(507, `restoring the sandbox's files failed (its disk size may be smaller than the files): ${err.trim().slice(0, 500) || `tar exited ${code}`}`);
+}
+
+/**
+ * The archive of a sandbox's files holds its writable places, not an image sandbox's
+ * root file system: its upper layer (rootfs.ts upperDir) is not in it yet. Refused
+ * rather than restarting it without what root wrote (installed packages).
+ */
+export function refuseImageFiles(s: LocalState, what: string): void {
+  if (s.idBase !== undefined) throw new BackendError(400, `${what} is not available yet for a sandbox of an image template: its root file system's changes would be lost; pause it keeping its memory`);
+}
