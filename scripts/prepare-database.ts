@@ -3,7 +3,8 @@
 // path argument it writes there; by default to node_modules/.cache, where `npm start`
 // finds it. A failure here is not an install failure: the first start then runs initdb.
 import { existsSync } from "node:fs";
-import { DEV_PREPARED_PATH, writePreparedDatabase } from "../src/db/prepared";
+import { DEV_PREPARED_PATH } from "../src/db/prepared";
+import { writePreparedDatabase } from "../src/db/write-prepared";
 
 const path = process.argv[2] ?? DEV_PREPARED_PATH;
 if (existsSync(path) && !process.argv.includes("--force")) {

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, renameSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 // @ts-expect-error: the package's exports map leaves out package.json; Bun resolves it anyway, and inlines it in the binary.
 import pglitePackage from "@electric-sql/pglite/package.json" with { type: "json" };
 import { embeddedMigrations } from "./migrations";
@@ -39,20 +39,4 @@ export async function preparedDatabase(): Promise<Blob | undefined> {
   if (!source) return undefined;
   // PGlite decompresses a tarball whose type says gzip.
   return new Blob([await source.arrayBuffer()], { type: "application/x-gzip" });
-}
-
-/** Writes the prepared database for this PGlite version to `path` (atomically: a half-written file is never loaded). */
-export async function writePreparedDatabase(path: string): Promise<void> {
-  const { openDatabase } = await import("./client");
-  const database = await openDatabase({ dataDir: "memory://", prepared: false });
-  let tar: Blob;
-  try {
-    tar = await database.dump!();
-  } finally {
-    await database.close();
-  }
-  mkdirSync(dirname(path), { recursive: true });
-  const partial = `${path}.${process.pid}.partial`;
-  await Bun.write(partial, Bun.gzipSync(new Uint8Array(await tar.arrayBuffer()), { level: 9 }));
-  renameSync(partial, path);
 }

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { openDatabase, rowsOf } from "../../src/db/client";
-import { writePreparedDatabase } from "../../src/db/prepared";
+import { writePreparedDatabase } from "../../src/db/write-prepared";
 
 /** What a database holds that a start depends on: the tables of the public schema and the migrations applied. */
 async function shape(dataDir: string, opts: { loadDataDir?: Blob; prepared?: boolean }) {
