@@ -14,7 +14,7 @@ export class DataDirLockedError extends Error {
 export const LOCK_FILE = "gateway.lock";
 
 /** Files the service keeps at the top of DATA_DIR (the webhook secrets key, the lock, the CLI's endpoint). */
-const SERVICE_FILES = ["secrets.key", "gateway.lock", "admin-endpoint.json"];
+const SERVICE_FILES = ["secrets.key", "gateway.lock", "admin-endpoint.json", "node-id"];
 
 /**
  * Creates the data directory owner-only (0700), or takes group/other permissions away

@@ -6,7 +6,7 @@ import { requestContext } from "../http/core";
 import { ApiError, toApiError } from "../http/errors";
 import type { Logger } from "../log";
 import type { SandboxNetworks } from "../sandboxes/network-service";
-import type { SandboxService } from "../sandboxes/service";
+import { type SandboxService, stillRunning } from "../sandboxes/service";
 import type { AccessTokens } from "./access-token";
 import { apiErrors, DROP_STREAM, SANDBOX, type SandboxRef } from "./context";
 import { filesHttp } from "./files-http";
@@ -112,7 +112,7 @@ export class DataPlane {
     if (path === "/health") {
       // The SDK asks after a dropped connection whether the sandbox still runs: 502 means no.
       const row = await this.d.sandboxes.get(organizationId, sandboxId);
-      return new Response(null, { status: row.status === "running" ? 204 : 502 });
+      return new Response(null, { status: stillRunning(row) ? 204 : 502 });
     }
     if (path === "/files") return filesHttp(request, url, ref, this.d.sandboxes, this.d.bodyLimit);
     throw new ApiError(404, `no such envd endpoint: ${request.method} ${path}`);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readBodyText } from "../http/body";
 import { ApiError } from "../http/errors";
 import type { SpawnedProcess } from "../sandboxes/backend";
-import type { SandboxService } from "../sandboxes/service";
+import { type SandboxService, stillRunning } from "../sandboxes/service";
 import { boundedStream } from "../streams/bounded";
 import { type Line, lines as readLines } from "../streams/lines";
 import type { SandboxRef } from "./context";
@@ -85,10 +85,10 @@ export class Interpreter {
     throw new ApiError(404, `no such code interpreter endpoint: ${method} ${path}`);
   }
 
-  /** The sandbox still runs (a kill marks it stopped before its processes end). */
+  /** The sandbox still runs (a kill claims its destroy before its processes end). */
   private async isRunning(ref: SandboxRef): Promise<boolean> {
     try {
-      return (await this.sandboxes.get(ref.organizationId, ref.sandboxId)).status === "running";
+      return stillRunning(await this.sandboxes.get(ref.organizationId, ref.sandboxId));
     } catch {
       return false;
     }

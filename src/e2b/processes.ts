@@ -1,5 +1,5 @@
 import type { SandboxUser, SpawnedProcess } from "../sandboxes/backend";
-import type { SandboxService } from "../sandboxes/service";
+import { type SandboxService, stillRunning } from "../sandboxes/service";
 import { STREAM_BUFFER_BYTES } from "../streams/bounded";
 import { ptyArgv, ptyDataFrame, ptyResizeFrame } from "./pty-bridge";
 
@@ -205,7 +205,7 @@ export class ProcessTable {
     const pid = this.nextPid++;
     let procs = this.bySandbox.get(sandboxId);
     if (!procs) this.bySandbox.set(sandboxId, (procs = new Map()));
-    const running = () => this.sandboxes.get(organizationId, sandboxId).then((row) => row.status === "running");
+    const running = () => this.sandboxes.get(organizationId, sandboxId).then(stillRunning);
     const proc = new RunningProcess(
       pid,
       o,

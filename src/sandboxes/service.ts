@@ -24,6 +24,15 @@ export type { CreateInput } from "./create-input";
 
 export const DEFAULT_TIMEOUT_SEC = 300;
 export const DEFAULT_EXEC_TIMEOUT_SEC = 60;
+
+/**
+ * Whether a sandbox still runs as its clients see it: `running`, and no destroy claimed. A
+ * kill claims the destroy first and marks the row `stopped` only once its processes are
+ * gone, so a process ending meanwhile must not be reported as its own exit.
+ */
+export function stillRunning(row: SandboxRow): boolean {
+  return row.status === "running" && !row.stopRequestedAt;
+}
 export const MAX_FILE_READ_BYTES = 1024 * 1024;
 const ROW_CACHE_MS = 2000;
 

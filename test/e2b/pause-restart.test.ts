@@ -76,9 +76,11 @@ test("paused sandboxes outlive a service restart and the loss of their processes
   if (typeof cg === "string") throw new Error(cg);
   const state = JSON.parse(readFileSync(join(root, rebooted.sandboxId, "state.json"), "utf8")) as { initPid: number; initStart: number; cgroup: string };
   await cg.destroy(state.cgroup);
-  // (A zombie until its reaper gets to it.)
-  const init = procStat(state.initPid);
-  expect(init?.startTime === state.initStart && init.state !== "Z").toBe(false);
+  // The kill is delivered asynchronously (a frozen process dies when it is thawed by it); then a zombie until its reaper gets to it.
+  await waitUntil(async () => {
+    const init = procStat(state.initPid);
+    return !(init?.startTime === state.initStart && init.state !== "Z");
+  }, 15_000, "the sandbox's init to be killed with its cgroup");
 
   // A crash between a snapshot's file and its row (or mid-copy) leaves files no snapshot lists.
   mkdirSync(join(root, ".snapshots"), { recursive: true });
