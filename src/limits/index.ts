@@ -11,7 +11,7 @@ import { type LimitVerdict, LocalRateLimiter, type RateLimiter } from "./window"
 export { LocalRateLimiter, type RateLimiter, type LimitVerdict, WINDOW_MS } from "./window";
 export { RedisRateLimiter, SLIDING_WINDOW_LUA } from "./redis";
 export { LocalTokenLimiter, secondsUntilUnder, type TokenLimiter, type TokenReservation } from "./tokens";
-export { ADD_TOKENS_LUA, CHECK_TOKENS_LUA, RESERVE_TOKENS_LUA, RedisTokenLimiter, SETTLE_TOKENS_LUA } from "./redis-tokens";
+export { ADD_TOKENS_LUA, RESERVE_TOKENS_LUA, RedisTokenLimiter, SETTLE_TOKENS_LUA } from "./redis-tokens";
 
 // The spec's messages, word for word. 429 bodies are flat on every surface, with no
 // Retry-After or X-RateLimit-* headers (spec: Errors, Limits); the token cap, which the

@@ -15,40 +15,10 @@ return 0
 `;
 
 /**
- * Sums the last minute's buckets (dropping older ones) and answers 0 when under the cap,
- * else the seconds until enough tokens leave the window (as secondsUntilUnder in tokens.ts).
- * KEYS: [1] the key's hash. ARGV: [1] cap.
- */
-export const CHECK_TOKENS_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local sec = tonumber(t[1])
-local cap = tonumber(ARGV[1])
-local h = redis.call('HGETALL', KEYS[1])
-local live = {}
-local total = 0
-for i = 1, #h, 2 do
-  local s = tonumber(h[i])
-  local v = tonumber(h[i + 1])
-  if s <= sec - ${TOKEN_WINDOW_SECONDS} then
-    redis.call('HDEL', KEYS[1], h[i])
-  else
-    total = total + v
-    live[#live + 1] = { s, v }
-  end
-end
-if total < cap then return 0 end
-table.sort(live, function(a, b) return a[1] < b[1] end)
-for _, e in ipairs(live) do
-  total = total - e[2]
-  if total < cap then return math.max(1, math.ceil(e[1] + ${TOKEN_WINDOW_SECONDS} - now)) end
-end
-return ${TOKEN_WINDOW_SECONDS}
-`;
-
-/**
- * CHECK_TOKENS_LUA against `cap - tokens + 1` (at least 1), and when that admits, the
- * tokens added to the current second, in one script: concurrent reservations of every
+ * Sums the last minute's buckets (dropping older ones) against `cap - tokens + 1` (at
+ * least 1), answering the seconds until enough tokens leave the window when that is
+ * exceeded (as secondsUntilUnder in tokens.ts), and when it admits, adds the tokens to
+ * the current second, in one script: concurrent reservations of every
  * process are serialised by Redis. Returns {wait, second}. KEYS: [1] the key's hash.
  * ARGV: [1] cap, [2] tokens.
  */
