@@ -1,14 +1,11 @@
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
-import { openDatabase } from "../../src/db/client";
-import { KeyRepository } from "../../src/keys/keys";
 import { detectCgroups, parentGroupName } from "../../providers/local/cgroup/detect";
 import { procStat } from "../../providers/local/procfs";
-import { freshServerDatabaseUrl } from "../helpers/database";
-import { killProcessesUnder, type ServiceProcess, spawnService } from "../helpers/process";
+import { type ServiceProcess, spawnService } from "../helpers/process";
+import { restartableService } from "../helpers/restartable-service";
 import { requireBubblewrap, waitUntil } from "../sandboxes/helpers";
 
 requireBubblewrap();
@@ -22,33 +19,8 @@ afterAll(async () => {
 const opts = (svc: ServiceProcess, apiKey: string) => ({ apiKey, apiUrl: `${svc.url}/e2b`, sandboxUrl: `${svc.url}/e2b/sandbox` });
 
 test("paused sandboxes outlive a service restart and the loss of their processes (a host reboot): connect resumes them with their files", async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "sbx-pause-restart-"));
+  const { dataDir, key, cmd, env } = await restartableService("pause-restart", cleanup);
   const root = join(dataDir, "sandboxes");
-  cleanup.push(() => {
-    killProcessesUnder(dataDir);
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  // Sandboxes outlive services by design; if the test fails half-way, end them here.
-  cleanup.push(() => {
-    for (const d of existsSync(root) ? readdirSync(root) : []) {
-      try {
-        const st = JSON.parse(readFileSync(join(root, d, "state.json"), "utf8")) as { initPid: number; initStart: number };
-        if (procStat(st.initPid)?.startTime === st.initStart) process.kill(st.initPid, "SIGKILL");
-      } catch {
-        // Already gone, or never started.
-      }
-    }
-  });
-  const server = await freshServerDatabaseUrl();
-  if (server) cleanup.push(() => server.drop());
-  const database = await openDatabase({ url: server?.url, dataDir });
-  const keys = new KeyRepository(database.db);
-  const org = await keys.createOrganization("pause-restart");
-  const { key } = await keys.createKey({ organizationId: org.id, name: "t" });
-  await database.close();
-
-  const env = { DATA_DIR: dataDir, BOOTSTRAP: "false", ADMIN_TOKEN: "t", LOG_LEVEL: "info", ...(server ? { DATABASE_URL: server.url } : {}) };
-  const cmd = [process.execPath, "src/main.ts", "serve"];
   const first = await spawnService(cmd, env, { cwd: ROOT });
   cleanup.push(() => first.proc.exitCode === null && first.kill("SIGKILL"));
 

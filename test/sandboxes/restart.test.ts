@@ -1,13 +1,10 @@
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../../src/db/client";
-import { KeyRepository } from "../../src/keys/keys";
 import { detectCgroups, parentGroupName } from "../../providers/local/cgroup/detect";
 import { procStat } from "../../providers/local/procfs";
-import { freshServerDatabaseUrl } from "../helpers/database";
-import { killProcessesUnder, type ServiceProcess, spawnService } from "../helpers/process";
+import { type ServiceProcess, spawnService } from "../helpers/process";
+import { restartableService } from "../helpers/restartable-service";
 import { apiFor, pathInSandbox, requireBubblewrap, waitUntil } from "./helpers";
 
 requireBubblewrap();
@@ -28,33 +25,7 @@ function readCount(dataDir: string, id: string): number {
 }
 
 test("a killed and restarted service keeps running and paused sandboxes and their processes; lost ones are reconciled", async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "sbx-restart-"));
-  cleanup.push(() => {
-    killProcessesUnder(dataDir);
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  // Sandboxes outlive services by design; if the test fails half-way, end them here.
-  cleanup.push(() => {
-    const root = join(dataDir, "sandboxes");
-    for (const d of existsSync(root) ? readdirSync(root) : []) {
-      try {
-        const st = JSON.parse(readFileSync(join(root, d, "state.json"), "utf8")) as { initPid: number; initStart: number };
-        if (procStat(st.initPid)?.startTime === st.initStart) process.kill(st.initPid, "SIGKILL");
-      } catch {
-        // Already gone, or never started.
-      }
-    }
-  });
-  const server = await freshServerDatabaseUrl();
-  if (server) cleanup.push(() => server.drop());
-  const database = await openDatabase({ url: server?.url, dataDir });
-  const keys = new KeyRepository(database.db);
-  const org = await keys.createOrganization("restart");
-  const { key } = await keys.createKey({ organizationId: org.id, name: "t" });
-  await database.close();
-
-  const env = { DATA_DIR: dataDir, BOOTSTRAP: "false", ADMIN_TOKEN: "t", LOG_LEVEL: "info", ...(server ? { DATABASE_URL: server.url } : {}) };
-  const cmd = [process.execPath, "src/main.ts", "serve"];
+  const { dataDir, key, cmd, env } = await restartableService("restart", cleanup);
   const first: ServiceProcess = await spawnService(cmd, env, { cwd: ROOT });
   cleanup.push(() => first.proc.exitCode === null && first.kill("SIGKILL"));
   let api = apiFor(first, key);
