@@ -1,7 +1,7 @@
 import { unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bodyTooLarge } from "../http/body";
+import { chunksWithin } from "../http/body";
 import { ApiError } from "../http/errors";
 
 /**
@@ -50,15 +50,8 @@ export async function spoolUpload(request: Request, limit: number, wanted: reado
   let size = 0;
   const remove = () => unlink(path).catch(() => {});
   try {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
+    for await (const value of chunksWithin(request.body, limit)) {
       size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        throw bodyTooLarge(limit);
-      }
       writer.write(value);
       if (fields.size < wanted.length) {
         window += Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("latin1");

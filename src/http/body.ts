@@ -31,20 +31,28 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Ui
 }
 
 async function readChunked(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
-  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
+  for await (const chunk of chunksWithin(body, limit)) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A body's chunks as they arrive; past `limit` bytes the stream is cancelled and the
+ * client's 413 thrown, so an undeclared (chunked) body is never read further than that.
+ */
+export async function* chunksWithin(body: ReadableStream<Uint8Array>, limit: number): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) break;
+    if (done) return;
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
       throw bodyTooLarge(limit);
     }
-    chunks.push(value);
+    yield value;
   }
-  return Buffer.concat(chunks);
 }
 
 export function isMultipart(request: Request): boolean {
