@@ -9,7 +9,7 @@ import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
-import { e2bDataModule, e2bModule } from "./e2b";
+import { e2bDataModule, e2bModule, terminalModule } from "./e2b";
 import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
@@ -50,6 +50,7 @@ export const routeModules: RouteModule[] = [
   sandboxesModule,
   e2bModule,
   e2bDataModule,
+  terminalModule,
   templateUploadsModule,
   agentsModule,
   skillsModule,
