@@ -20,9 +20,10 @@ import type { ProcessTable, RunningProcess } from "./processes";
  *
  * The WebSocket cannot carry an Authorization header from a browser, so it authenticates
  * with a ticket (access-token.ts) that `POST /sandboxes/{id}/terminal/tickets` hands
- * out under the ordinary credentials; its own surface therefore takes no credential.
+ * out under the ordinary credentials; its own surface (`/ws`, the service's WebSockets,
+ * left out of the OpenAPI document) therefore takes no credential.
  */
-export const terminalSocketSurface: Surface = { prefix: "/sandboxes", pattern: /^\/sandboxes\/[^/]+\/terminal$/, family: "sandbox", credentials: "none" };
+export const terminalSocketSurface: Surface = { prefix: "/ws", family: "sandbox", credentials: "none" };
 
 const DEFAULT_SIZE = { cols: 100, rows: 30 };
 const MAX_MESSAGE_BYTES = 64 * 1024;
@@ -33,7 +34,7 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
 
 const TicketSchema = named("TerminalTicket", t.Object({
-  ticket: t.String({ description: "Pass as `?ticket=` when opening the WebSocket `GET /sandboxes/{id}/terminal`" }),
+  ticket: t.String({ description: "Pass as `?ticket=` when opening the WebSocket `GET /ws/sandboxes/{id}/terminal`" }),
   expiresAt: t.String({ format: "date-time", description: "One minute from now: open the socket before then" }),
 }));
 const ErrorSchema = t.Object({ code: t.Integer(), message: t.String() });
@@ -109,10 +110,10 @@ export function terminalRoutes(sandboxes: SandboxService, tokens: AccessTokens, 
         tags: ["sandboxes"],
         operationId: "createSandboxTerminalTicket", summary: "A ticket for the sandbox's terminal WebSocket",
         description:
-          "201 with a ticket valid for one minute. Then open the WebSocket `GET /sandboxes/{id}/terminal?ticket=...`: a login shell on a pseudo-terminal as `user` in /home/user. Output arrives as binary messages; send `{\"type\":\"input\",\"data\":\"...\"}` and `{\"type\":\"resize\",\"cols\":n,\"rows\":n}` as text; the shell's end is `{\"type\":\"exit\",\"exitCode\":n}`. Closing the socket kills the shell. 409 unless the sandbox is running.",
+          "201 with a ticket valid for one minute. Then open the WebSocket `GET /ws/sandboxes/{id}/terminal?ticket=...`: a login shell on a pseudo-terminal as `user` in /home/user. Output arrives as binary messages; send `{\"type\":\"input\",\"data\":\"...\"}` and `{\"type\":\"resize\",\"cols\":n,\"rows\":n}` as text; the shell's end is `{\"type\":\"exit\",\"exitCode\":n}`. Closing the socket kills the shell. 409 unless the sandbox is running.",
       },
     })
-    .get("/sandboxes/:id/terminal", async ({ request, server, params, query }) => {
+    .get("/ws/sandboxes/:id/terminal", async ({ request, server, params, query }) => {
       if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !server) throw new ApiError(426, "this is a WebSocket: open it with a ticket from POST /sandboxes/{id}/terminal/tickets");
       const organizationId = await tokens.terminalTicket(params.id, query.ticket ?? null);
       if (!organizationId) throw new ApiError(401, "missing, invalid or expired terminal ticket: ask POST /sandboxes/{id}/terminal/tickets for a new one");
