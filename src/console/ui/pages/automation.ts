@@ -1,0 +1,44 @@
+import { html } from "htm/preact";
+import type { Mode } from "../api";
+import { Badge } from "../details";
+import { formatTime } from "../hooks";
+import { type Item, OrganizationKeyNeeded, RelatedTable, ResourceTable } from "../resources";
+import { PageTitle } from "../widgets";
+
+const agentOf = (i: Item) => i.agent?.name ?? i.agent?.id ?? "—";
+const created = { label: "Created", value: (i: Item) => formatTime(String(i.created_at)) };
+
+/** Endpoints (an agent over REST) and deployments (an agent on a schedule) with their runs. */
+export function AutomationPage({ mode }: { mode: Mode }) {
+  if (mode !== "organization") return html`<section><${PageTitle}>Endpoints and deployments<//><${OrganizationKeyNeeded} /></section>`;
+  return html`<section>
+    <${PageTitle}>Endpoints and deployments<//>
+    <${ResourceTable}
+      id="endpoints" title="Endpoints" path="/v1/endpoints"
+      columns=${[
+        { label: "Name", value: (e: Item) => e.name },
+        { label: "Agent", value: agentOf },
+        { label: "Environment", value: (e: Item) => html`<code>${e.environment_id}</code>` },
+        { label: "Call", value: (e: Item) => html`<code>POST /v1/endpoints/${e.id}/run</code>` },
+        created,
+      ]}
+    />
+    <${ResourceTable}
+      id="deployments" title="Deployments" path="/v1/deployments"
+      columns=${[
+        { label: "Name", value: (d: Item) => d.name },
+        { label: "Agent", value: agentOf },
+        { label: "Status", value: (d: Item) => html`<${Badge} status=${d.archived_at ? "archived" : String(d.status ?? "—")} />` },
+        { label: "Schedule", value: (d: Item) => (d.schedule ? `${d.schedule.expression} (${d.schedule.timezone})` : "manual only") },
+        { label: "Next run", value: (d: Item) => (d.schedule?.upcoming_runs_at?.[0] ? formatTime(d.schedule.upcoming_runs_at[0]) : "—") },
+      ]}
+      more=${(d: Item) => html`<${RelatedTable} title=${`Runs of ${d.name}, newest first`} path=${`/v1/deployment_runs?deployment_id=${encodeURIComponent(d.id)}`} columns=${[
+        { label: "Run", value: (r: Item) => html`<code>${r.id}</code>` },
+        { label: "Trigger", value: (r: Item) => r.trigger_context?.type ?? "—" },
+        { label: "Session", value: (r: Item) => (r.session_id ? html`<code>${r.session_id}</code>` : "—") },
+        { label: "Result", value: (r: Item) => (r.error ? html`<span class="error">${r.error.type ?? "error"}: ${r.error.message ?? ""}</span>` : "started") },
+        created,
+      ]} />`}
+    />
+  </section>`;
+}
