@@ -83,7 +83,8 @@ export function SandboxFiles({ sandboxId }: { sandboxId: string }) {
   const go = (ev: Event) => {
     ev.preventDefault();
     const v = ((ev.target as HTMLFormElement).elements.namedItem("files-path") as HTMLInputElement).value.trim();
-    if (v) setDir(v);
+    if (v === dir) list.reload();
+    else if (v) setDir(v);
   };
 
   return html`<section aria-labelledby="files-title" class="panel">
@@ -93,6 +94,7 @@ export function SandboxFiles({ sandboxId }: { sandboxId: string }) {
       <input id="files-path" name="files-path" value=${dir} key=${dir} class="wide" />
       <button type="submit">Go</button>
       <button type="button" onClick=${() => setDir(parentOf(dir))} disabled=${dir === "/"}>Up one level</button>
+      <button type="button" onClick=${list.reload}>Refresh the files</button>
     </form>
     <form class="inline" onSubmit=${upload} aria-label="Upload a file">
       <label for="upload-file">Upload into ${dir}</label>
