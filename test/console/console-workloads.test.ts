@@ -101,6 +101,12 @@ const text = (): Promise<string> => page.evaluate(() => document.body.innerText)
 const waitForText = (s: string, timeout = 20_000) => page.waitForFunction((t: string) => document.body.innerText.includes(t), { timeout }, s);
 const inside = (selector: string) => page.$eval(selector, (el: any) => el.innerText as string);
 
+/** Clicks the element once it is there: lists load again after each change. */
+async function press(selector: string) {
+  await page.waitForSelector(selector);
+  await page.click(selector);
+}
+
 async function openPage(id: string, heading: string) {
   await page.click(`nav a[href="#/${id}"]`);
   await page.waitForFunction((h: string) => document.querySelector("main h1")?.textContent === h, {}, heading);
@@ -110,6 +116,9 @@ async function openPage(id: string, heading: string) {
 async function capture(name: string) {
   for (const size of SIZES) {
     await page.setViewport({ width: size.width, height: size.height });
+    // Nothing wider than the window: wide tables scroll inside their own box.
+    const wide = await page.evaluate((w: number) => [...document.querySelectorAll("body *")].filter((el: any) => el.getBoundingClientRect().right > w + 1 && !el.closest(".scroll")).map((el: any) => `${el.tagName}.${el.className}`).slice(0, 5), size.width);
+    expect(wide, `${name} at ${size.width}`).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, `${name}-${size.width}x${size.height}.png`), fullPage: true });
   }
   await page.setViewport({ width: 1440, height: 900 });
@@ -126,7 +135,7 @@ test("sandboxes: live CPU and memory, a readable inspect view, a terminal runnin
   expect(await text()).not.toContain(theirs.sandboxID);
   // Live use: the meters fill in from the metrics API without a click.
   await page.waitForFunction(() => document.querySelector("meter[aria-label='CPU use']") && document.body.innerText.includes(" of "), { timeout: 20_000 });
-  await page.click(`button[aria-label="Inspect ${sb.sandboxID}"]`);
+  await press(`button[aria-label="Inspect ${sb.sandboxID}"]`);
   await page.waitForSelector("dl.fields");
   const fields = await inside("dl.fields");
   expect(fields).toContain("Template ID");
@@ -134,7 +143,7 @@ test("sandboxes: live CPU and memory, a readable inspect view, a terminal runnin
   expect(fields).not.toContain("{");
 
   // The terminal: a real shell in the sandbox over the WebSocket.
-  await page.click("xpath/.//button[text()='Open a terminal']");
+  await press("xpath/.//button[text()='Open a terminal']");
   await page.waitForSelector("#terminal-command");
   await page.waitForFunction(() => (document.querySelector("pre.terminal")?.textContent ?? "").length > 0, { timeout: 20_000 });
   await page.type("#terminal-command", "echo console-$((40+2)) > made-here.txt; cat made-here.txt");
@@ -145,22 +154,21 @@ test("sandboxes: live CPU and memory, a readable inspect view, a terminal runnin
 
   // Files: the one the shell made, an upload, opening both.
   await page.waitForFunction(() => document.body.innerText.includes("Contents of /home/user"));
-  await page.click("xpath/.//button[text()='Refresh the files']");
-  await page.waitForSelector('button[aria-label="Open made-here.txt"]');
-  await page.click('button[aria-label="Open made-here.txt"]');
+  await press("xpath/.//button[text()='Refresh the files']");
+  await press('button[aria-label="Open made-here.txt"]');
   await page.waitForFunction(() => document.querySelector("pre.file")?.textContent === "console-42\n");
   const local = join(scratch, "notes.txt");
   writeFileSync(local, "uploaded from the console\n");
   const input = await page.$("#upload-file");
   await (input as any).uploadFile(local);
-  await page.click("form[aria-label='Upload a file'] button[type=submit]");
+  await press("form[aria-label='Upload a file'] button[type=submit]");
   await waitForText("Uploaded /home/user/notes.txt.");
   const read = (await api("GET", `/sandboxes/${sb.sandboxID}/filesystem?path=/home/user/notes.txt`)) as { content: string };
   expect(Buffer.from(read.content, "base64").toString()).toBe("uploaded from the console\n");
-  await page.click('button[aria-label="Download notes.txt"]');
+  await press('button[aria-label="Download notes.txt"]');
   await waitForText("Downloaded notes.txt.");
   await capture("sandboxes");
-  await page.click("xpath/.//button[text()='Close the terminal']");
+  await press("xpath/.//button[text()='Close the terminal']");
   await page.waitForSelector("xpath/.//button[text()='Reconnect']");
 }, 120_000);
 
@@ -170,11 +178,11 @@ test("a session's conversation follows its running turn live: message, tool call
   const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: "Console follow" });
   await openPage("sessions", "Agent sessions");
   await waitForText(session.id);
-  await page.click(`button[aria-label="Open the conversation of ${session.id}"]`);
+  await press(`button[aria-label="Open the conversation of ${session.id}"]`);
   await waitForText("Following live");
   // The message is sent from the console; the turn runs while the page watches.
   await page.type("#session-message", "check the sandbox");
-  await page.click("form[aria-label='Send a message'] button[type=submit]");
+  await press("form[aria-label='Send a message'] button[type=submit]");
   await page.waitForFunction(() => document.querySelector("ol.conversation li.msg.user")?.textContent?.includes("check the sandbox"));
   await page.waitForFunction(() => document.querySelector("ol.conversation li.tool pre")?.textContent?.includes("echo tool-said-$((20+22))"), { timeout: 30_000 });
   await page.waitForFunction(() => document.querySelector("ol.conversation li.tool.result pre")?.textContent?.includes("tool-said-42"), { timeout: 30_000 });
@@ -195,19 +203,19 @@ test("a session's conversation follows its running turn live: message, tool call
 test("create a webhook (secret shown once), send it a test event, edit it and redeliver", async () => {
   await openPage("webhooks", "Webhooks");
   await waitForText("No webhooks.");
-  await page.click("details.panel summary");
+  await press("details.panel summary");
   await page.type("#wh-name", "loopback receiver");
   await page.type("#wh-url", receiver.url);
-  await page.click("form[aria-label='Create the webhook'] button[type=submit]");
+  await press("form[aria-label='Create the webhook'] button[type=submit]");
   await page.waitForSelector("#new-secret");
   const secret = await page.$eval("#new-secret", (el) => (el as unknown as HTMLInputElement).value);
   expect(secret).toMatch(/^whsec_/);
-  await page.click(".secret button");
+  await press(".secret button");
   await page.waitForFunction(() => !document.querySelector("#new-secret"));
   expect(await page.content()).not.toContain(secret);
 
-  await page.click('button[aria-label="Deliveries of loopback receiver"]');
-  await page.click("xpath/.//button[text()='Send a test event']");
+  await press('button[aria-label="Deliveries of loopback receiver"]');
+  await press("xpath/.//button[text()='Send a test event']");
   await receiver.waitFor((r) => r.length === 1);
   const first = receiver.received[0];
   expect(JSON.parse(new TextDecoder().decode(first.raw)).type).toBe("webhook.test");
@@ -216,19 +224,18 @@ test("create a webhook (secret shown once), send it a test event, edit it and re
   await page.waitForFunction(() => [...document.querySelectorAll("section[aria-labelledby='deliveries-title'] .badge")].some((b: any) => b.textContent === "succeeded"), { timeout: 20_000 });
 
   // Edit: a new name, only session events.
-  await page.click('button[aria-label="Edit loopback receiver"]');
+  await press('button[aria-label="Edit loopback receiver"]');
   await page.waitForSelector("form[aria-label='Save the webhook']");
   await page.$eval("#wh-name", (el) => ((el as unknown as HTMLInputElement).value = ""));
   await page.type("#wh-name", "renamed receiver");
-  await page.click("form[aria-label='Save the webhook'] button[type=submit]");
+  await press("form[aria-label='Save the webhook'] button[type=submit]");
   await waitForText("Webhook renamed receiver saved.");
   const [hook] = (await api("GET", "/events/webhooks")) as { name: string; events: string[] }[];
   expect(hook.name).toBe("renamed receiver");
 
-  await page.waitForSelector('button[aria-label="Deliveries of renamed receiver"]');
-  await page.click('button[aria-label="Deliveries of renamed receiver"]');
+  await press('button[aria-label="Deliveries of renamed receiver"]');
   await page.waitForSelector("button[aria-label^='Redeliver dlv_']");
-  await page.click("button[aria-label^='Redeliver dlv_']");
+  await press("button[aria-label^='Redeliver dlv_']");
   await receiver.waitFor((r) => r.length === 2);
   expect(JSON.parse(new TextDecoder().decode(receiver.received[1].raw)).id).toBe(JSON.parse(new TextDecoder().decode(first.raw)).id);
   await page.waitForFunction(() => document.querySelectorAll("section[aria-labelledby='deliveries-title'] tbody tr").length === 2, { timeout: 20_000 });
@@ -238,13 +245,12 @@ test("create a webhook (secret shown once), send it a test event, edit it and re
 
 test("agents with versions, environments, endpoints, deployments with runs, skills and templates", async () => {
   await openPage("agents", "Agents and environments");
-  await page.click("xpath/.//summary[text()='Create an agent']");
+  await press("xpath/.//summary[text()='Create an agent']");
   await page.type("#agent-name", "made-in-console");
   await page.type("#agent-model", "claude-sonnet-4-5");
-  await page.click("form[aria-label='Create an agent'] button[type=submit]");
+  await press("form[aria-label='Create an agent'] button[type=submit]");
   await waitForText("Agent made-in-console created.");
-  await page.waitForSelector('button[aria-label="Details of made-in-console"]');
-  await page.click('button[aria-label="Details of made-in-console"]');
+  await press('button[aria-label="Details of made-in-console"]');
   await page.waitForFunction(() => document.body.innerText.includes("Versions of made-in-console"));
   await waitForText("console-env");
   await capture("agents");
@@ -258,7 +264,7 @@ test("agents with versions, environments, endpoints, deployments with runs, skil
   await openPage("automation", "Endpoints and deployments");
   await waitForText("console-endpoint");
   await waitForText("0 3 * * * (UTC)");
-  await page.click('button[aria-label="Details of nightly"]');
+  await press('button[aria-label="Details of nightly"]');
   await waitForText(run.id);
   await capture("automation");
 

@@ -72,7 +72,7 @@ export function ResourceTable({ id, title, path, columns, idOf = (i) => String(i
 /** A related list inside a detail view (an agent's versions, a deployment's runs). */
 export function RelatedTable({ title, path, columns }: { title: string; path: string; columns: Column[] }) {
   const list = useLoad<Item[]>(() => api(path).then(itemsOf), [path]);
-  return html`<div class="related">
+  return html`<div class="related scroll">
     <${ErrorNote} message=${list.error} />
     <${Loading} when=${list.loading && !list.data} />
     <table>
