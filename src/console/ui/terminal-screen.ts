@@ -27,11 +27,12 @@ export class TerminalScreen {
           i += csi[0].length - 1;
         } else if (osc) {
           i += osc[0].length - 1;
-        } else if (/^\x1b(\[[0-9;?]*[ -/]*|\][^\x07\x1b]*|\x1b?)$/.test(rest)) {
+        } else if (/^\x1b(\[[0-9;?]*[ -/]*|\][^\x07\x1b]*|\x1b?|[()*+])$/.test(rest)) {
           this.pending = rest;
           return;
         } else {
-          i += 1; // ESC and one character (charset selection, keypad modes)
+          // Charset designation (ESC ( B) takes two characters after ESC; keypad modes and the rest one.
+          i += /^\x1b[()*+]/.test(rest) ? 2 : 1;
         }
       } else if (ch === "\n") this.newLine();
       else if (ch === "\r") this.col = 0;
