@@ -24,6 +24,7 @@ import { openapiRoutes } from "./openapi/routes";
 import { keysModule } from "./keys";
 import { usageModule } from "./usage";
 import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { adminOrgAgentResourceRoutes } from "./admin/org-agent-resources";
 import { sandboxQuotaRoutes } from "./sandboxes/quota-routes";
 import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
@@ -38,6 +39,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: homeRoutes },
   keysModule,
   { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: adminOrgAgentResourceRoutes },
   { surfaces: [], routes: sandboxQuotaRoutes },
   { surfaces: [], routes: consoleRoutes },
   meteringModule,

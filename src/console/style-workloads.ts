@@ -5,6 +5,7 @@
  */
 export const WORKLOAD_CSS = `
 .scroll { overflow-x: auto; }
+select { max-width: 100%; }
 .badge { display: inline-block; padding: .05rem .45rem; border-radius: .8rem; font-size: .8rem; border: 1px solid; }
 .badge.good { color: #065f46; background: #ecfdf5; border-color: #6ee7b7; }
 .badge.bad { color: #991b1b; background: #fef2f2; border-color: #fca5a5; }

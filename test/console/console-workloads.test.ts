@@ -9,7 +9,7 @@ import type { LLMock } from "@copilotkit/aimock";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { modelEnv, requireBubblewrap, sdk, startModel } from "../agents/helpers";
 import { type Receiver, startReceiver } from "../events/receiver";
-import { startTestService, type TestService } from "../helpers/service";
+import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 import { accessibilityProblems } from "./a11y";
 
 // Functions passed to page.evaluate run in the browser; these name its globals for the type checker.
@@ -32,6 +32,8 @@ let svc: TestService;
 let browser: Browser;
 let page: Page;
 let key: string;
+let orgId: string;
+let followedSession: string;
 let client: Anthropic;
 let receiver: Receiver;
 let scratch: string;
@@ -54,8 +56,8 @@ beforeAll(async () => {
     return { content: "The sandbox answered 42." };
   }) as never);
   svc = await startTestService(modelEnv(mock));
-  const org = await svc.org("workloads");
-  key = (await svc.key(org)).key;
+  orgId = await svc.org("workloads");
+  key = (await svc.key(orgId)).key;
   client = sdk(svc, key);
   receiver = startReceiver();
   browser = await puppeteer.launch({
@@ -76,12 +78,16 @@ beforeAll(async () => {
     dialogs.push(d.message());
     void d.accept();
   });
+  await signIn(key);
+}, 300_000);
+
+async function signIn(token: string) {
   await page.goto(`${svc.url}/console`, { waitUntil: "domcontentloaded" });
   await page.waitForSelector("#token");
-  await page.type("#token", key);
+  await page.type("#token", token);
   await page.keyboard.press("Enter");
   await page.waitForSelector("nav");
-}, 300_000);
+}
 
 afterAll(async () => {
   releaseTurn();
@@ -176,6 +182,7 @@ test("a session's conversation follows its running turn live: message, tool call
   const agent = await client.beta.agents.create({ name: "checker", model: "claude-sonnet-4-5", tools: [{ type: "agent_toolset_20260401" }] });
   const env = await client.beta.environments.create({ name: "console-env" });
   const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: "Console follow" });
+  followedSession = session.id;
   await openPage("sessions", "Agent sessions");
   await waitForText(session.id);
   await press(`button[aria-label="Open the conversation of ${session.id}"]`);
@@ -273,6 +280,37 @@ test("agents with versions, environments, endpoints, deployments with runs, skil
   await capture("catalog");
 }, 120_000);
 
+test("the administrator reads one organization's agents, deployments, templates and conversations; changes stay with its key", async () => {
+  await press("header button");
+  await page.waitForSelector("#token");
+  await signIn(ADMIN_TOKEN);
+  const elsewhere = (await (await svc.fetch("/admin/organizations", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()).find((o: { name: string }) => o.name === "elsewhere").id;
+  await openPage("agents", "Agents and environments");
+  await page.select("#org-picker", orgId);
+  await waitForText("made-in-console");
+  await waitForText("read-only");
+  expect(await page.$("form[aria-label='Create an agent']")).toBeNull();
+  await page.select("#org-picker", elsewhere);
+  await page.waitForFunction(() => !document.body.innerText.includes("made-in-console"));
+  await page.select("#org-picker", orgId);
+  await openPage("automation", "Endpoints and deployments");
+  await press('button[aria-label="Details of nightly"]');
+  await page.waitForFunction(() => document.body.innerText.includes("Runs of nightly") && document.querySelector(".related tbody code")?.textContent?.startsWith("drun_"));
+  await capture("admin-automation");
+  await openPage("catalog", "Skills and templates");
+  await page.waitForFunction(() => document.querySelector("#templates-title") && document.body.innerText.includes("base"));
+  await openPage("sessions", "Agent sessions");
+  await press(`button[aria-label="Open the conversation of ${followedSession}"]`);
+  await page.waitForFunction(() => document.querySelector("ol.conversation li.msg.agent")?.textContent?.includes("The sandbox answered 42."));
+  expect(await inside("section[aria-labelledby='session-title']")).toContain("Refreshing every 2 s");
+  expect(await page.$("#session-message")).toBeNull();
+  await capture("admin-sessions");
+  await openPage("webhooks", "Webhooks");
+  await waitForText("renamed receiver");
+  expect(await page.$("button[aria-label='Edit renamed receiver']")).toBeNull();
+  expect(await page.content()).not.toContain(ADMIN_TOKEN);
+}, 120_000);
+
 test("the accessibility check finds what it looks for", async () => {
   // Markup with one of each problem, added to the page and taken away again.
   await page.evaluate(() => {
@@ -298,6 +336,6 @@ test("the accessibility check finds what it looks for", async () => {
 
 test("no request left for another host; no serious accessibility problem on these pages", () => {
   expect(refused).toEqual([]);
-  expect(Object.keys(a11y).sort()).toEqual(["agents", "automation", "catalog", "sandboxes", "session-running", "sessions", "webhooks"]);
+  expect(Object.keys(a11y).sort()).toEqual(["admin-automation", "admin-sessions", "agents", "automation", "catalog", "sandboxes", "session-running", "sessions", "webhooks"]);
   for (const [name, problems] of Object.entries(a11y)) expect(problems, name).toEqual([]);
 });

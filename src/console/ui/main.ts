@@ -107,9 +107,9 @@ function App() {
     : page === "log" ? html`<${LogPage} mode=${mode} orgs=${orgs} />`
     : page === "sandboxes" ? html`<${SandboxesPage} ...${common} />`
     : page === "sessions" ? html`<${SessionsPage} ...${common} />`
-    : page === "agents" ? html`<${AgentsPage} mode=${mode} />`
-    : page === "automation" ? html`<${AutomationPage} mode=${mode} />`
-    : page === "catalog" ? html`<${CatalogPage} mode=${mode} />`
+    : page === "agents" ? html`<${AgentsPage} ...${common} />`
+    : page === "automation" ? html`<${AutomationPage} ...${common} />`
+    : page === "catalog" ? html`<${CatalogPage} ...${common} />`
     : html`<${WebhooksPage} ...${common} />`;
   return html`
     <a class="skip" href="#main">Skip to content</a>

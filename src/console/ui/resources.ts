@@ -1,7 +1,7 @@
 import { html } from "htm/preact";
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { api } from "./api";
+import { api, type Mode } from "./api";
 import { Fields } from "./details";
 import { useLoad } from "./hooks";
 import { ErrorNote, Loading } from "./widgets";
@@ -86,7 +86,16 @@ export function RelatedTable({ title, path, columns }: { title: string; path: st
   </div>`;
 }
 
-/** The administrator reaches these through an organization's key, not ADMIN_TOKEN. */
-export function OrganizationKeyNeeded() {
-  return html`<p class="muted">This page shows one organization's resources: sign in with that organization's API key to see them.</p>`;
+/**
+ * Where an organization's resource list is for the signed-in credential: the key's own
+ * path (`/v1/agents`, `/templates`), or for the administrator the same path under
+ * `/admin/organizations/{id}` without `/v1` (src/admin/org-agent-resources.ts).
+ */
+export function resourcePath(mode: Mode, org: string | undefined, path: string): string {
+  return mode === "admin" ? `/admin/organizations/${encodeURIComponent(org ?? "")}${path.replace(/^\/v1\//, "/")}` : path;
+}
+
+/** What the administrator's view leaves to the organization's own key. */
+export function ReadOnlyNote({ mode }: { mode: Mode }) {
+  return mode === "admin" ? html`<p class="muted">The administrator's view is read-only: creating and changing these is done with the organization's own API key.</p>` : null;
 }

@@ -2,8 +2,8 @@ import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { api, type Mode } from "../api";
 import { formatTime } from "../hooks";
-import { type Item, OrganizationKeyNeeded, RelatedTable, ResourceTable } from "../resources";
-import { ErrorNote, PageTitle } from "../widgets";
+import { type Item, ReadOnlyNote, RelatedTable, ResourceTable, resourcePath } from "../resources";
+import { ErrorNote, type Org, OrgPicker, PageTitle } from "../widgets";
 
 const modelOf = (a: Item) => (typeof a.model === "string" ? a.model : (a.model?.id ?? "—"));
 const created = { label: "Created", value: (i: Item) => formatTime(String(i.created_at)) };
@@ -33,19 +33,22 @@ function CreateForm({ label, fields, submit }: { label: string; fields: { id: st
 }
 
 /** Agents with their versions, and environments; both can be created here with their essentials. */
-export function AgentsPage({ mode }: { mode: Mode }) {
+export function AgentsPage({ mode, orgs, org, onOrg }: { mode: Mode; orgs: Org[]; org?: string; onOrg: (id: string) => void }) {
   const [version, setVersion] = useState(0);
   const [status, setStatus] = useState("");
-  if (mode !== "organization") return html`<section><${PageTitle}>Agents and environments<//><${OrganizationKeyNeeded} /></section>`;
+  const path = (p: string) => resourcePath(mode, org, p);
+  if (mode === "admin" && !org) return html`<section><${PageTitle}>Agents and environments<//><${OrgPicker} mode=${mode} orgs=${orgs} org=${org} onChange=${onOrg} /></section>`;
   const done = (what: string) => {
     setStatus(what);
     setVersion((v) => v + 1);
   };
   return html`<section>
     <${PageTitle}>Agents and environments<//>
+    <${OrgPicker} mode=${mode} orgs=${orgs} org=${org} onChange=${onOrg} />
+    <${ReadOnlyNote} mode=${mode} />
     <p role="status" class="muted">${status}</p>
     <${ResourceTable}
-      id="agents" title="Agents" path="/v1/agents" version=${version}
+      id="agents" title="Agents" path=${path("/v1/agents")} version=${version}
       columns=${[
         { label: "Name", value: (a: Item) => a.name },
         { label: "Model", value: modelOf },
@@ -53,21 +56,21 @@ export function AgentsPage({ mode }: { mode: Mode }) {
         { label: "Tools", value: (a: Item) => (a.tools?.length ? a.tools.map((t: Item) => t.type).join(", ") : "none") },
         created,
       ]}
-      more=${(a: Item) => html`<${RelatedTable} title=${`Versions of ${a.name}`} path=${`/v1/agents/${encodeURIComponent(a.id)}/versions`} columns=${[
+      more=${(a: Item) => html`<${RelatedTable} title=${`Versions of ${a.name}`} path=${path(`/v1/agents/${encodeURIComponent(a.id)}/versions`)} columns=${[
         { label: "Version", value: (v: Item) => v.version },
         { label: "Model", value: modelOf },
         { label: "System prompt", value: (v: Item) => (v.system ? String(v.system).slice(0, 120) : "—") },
         { label: "Updated", value: (v: Item) => formatTime(String(v.updated_at ?? v.created_at)) },
       ]} />`}
     >
-      <${CreateForm} label="Create an agent" fields=${[{ id: "agent-name", label: "Name" }, { id: "agent-model", label: "Model" }]}
+      ${mode === "organization" && html`<${CreateForm} label="Create an agent" fields=${[{ id: "agent-name", label: "Name" }, { id: "agent-model", label: "Model" }]}
         submit=${async (v: Record<string, string>) => {
           const a = await api<Item>("/v1/agents", { method: "POST", body: { name: v["agent-name"], model: v["agent-model"] } });
           done(`Agent ${a.name} created.`);
-        }} />
+        }} />`}
     <//>
     <${ResourceTable}
-      id="environments" title="Environments" path="/v1/environments" version=${version}
+      id="environments" title="Environments" path=${path("/v1/environments")} version=${version}
       columns=${[
         { label: "Name", value: (e: Item) => e.name },
         { label: "Description", value: (e: Item) => e.description || "—" },
@@ -75,11 +78,11 @@ export function AgentsPage({ mode }: { mode: Mode }) {
         created,
       ]}
     >
-      <${CreateForm} label="Create an environment" fields=${[{ id: "env-name", label: "Name" }]}
+      ${mode === "organization" && html`<${CreateForm} label="Create an environment" fields=${[{ id: "env-name", label: "Name" }]}
         submit=${async (v: Record<string, string>) => {
           const e = await api<Item>("/v1/environments", { method: "POST", body: { name: v["env-name"] } });
           done(`Environment ${e.name} created.`);
-        }} />
+        }} />`}
     <//>
   </section>`;
 }

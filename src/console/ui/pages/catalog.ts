@@ -2,12 +2,13 @@ import { html } from "htm/preact";
 import { api, type Mode } from "../api";
 import { Badge } from "../details";
 import { formatTime, useLoad } from "../hooks";
-import { type Item, OrganizationKeyNeeded, RelatedTable, ResourceTable } from "../resources";
-import { ErrorNote, Loading, PageTitle } from "../widgets";
+import { type Item, ReadOnlyNote, RelatedTable, ResourceTable, resourcePath } from "../resources";
+import { ErrorNote, Loading, type Org, OrgPicker, PageTitle } from "../widgets";
 
 /** A template's build: its status, why it failed, and its log. */
-function Build({ template, buildID }: { template: string; buildID: string }) {
-  const build = useLoad<Item>(() => api(`/templates/${encodeURIComponent(template)}/builds/${encodeURIComponent(buildID)}`), [template, buildID]);
+function Build({ path }: { path: string }) {
+  const build = useLoad<Item>(() => api(path), [path]);
+  const buildID = path.slice(path.lastIndexOf("/") + 1);
   const b = build.data;
   return html`<div class="related">
     <h4>Build <code>${buildID}</code> ${b ? html`<${Badge} status=${b.status} />` : null}</h4>
@@ -19,18 +20,22 @@ function Build({ template, buildID }: { template: string; buildID: string }) {
 }
 
 /** Skills with their versions, and sandbox templates with their latest build. */
-export function CatalogPage({ mode }: { mode: Mode }) {
-  if (mode !== "organization") return html`<section><${PageTitle}>Skills and templates<//><${OrganizationKeyNeeded} /></section>`;
+export function CatalogPage({ mode, orgs, org, onOrg }: { mode: Mode; orgs: Org[]; org?: string; onOrg: (id: string) => void }) {
+  const path = (p: string) => resourcePath(mode, org, p);
+  const picker = html`<${OrgPicker} mode=${mode} orgs=${orgs} org=${org} onChange=${onOrg} />`;
+  if (mode === "admin" && !org) return html`<section><${PageTitle}>Skills and templates<//>${picker}</section>`;
   return html`<section>
     <${PageTitle}>Skills and templates<//>
+    ${picker}
+    <${ReadOnlyNote} mode=${mode} />
     <${ResourceTable}
-      id="skills" title="Skills" path="/v1/skills"
+      id="skills" title="Skills" path=${path("/v1/skills")}
       columns=${[
         { label: "Name", value: (s: Item) => s.display_name ?? "—" },
         { label: "Latest version", value: (s: Item) => (s.latest_version_id ? html`<code>${s.latest_version_id}</code>` : "—") },
         { label: "Updated", value: (s: Item) => formatTime(String(s.updated_at)) },
       ]}
-      more=${(s: Item) => html`<${RelatedTable} title="Versions" path=${`/v1/skills/${encodeURIComponent(s.id)}/versions`} columns=${[
+      more=${(s: Item) => html`<${RelatedTable} title="Versions" path=${path(`/v1/skills/${encodeURIComponent(s.id)}/versions`)} columns=${[
         { label: "Version", value: (v: Item) => html`<code>${v.id}</code>` },
         { label: "Name", value: (v: Item) => v.name },
         { label: "Description", value: (v: Item) => v.description },
@@ -38,7 +43,7 @@ export function CatalogPage({ mode }: { mode: Mode }) {
       ]} />`}
     />
     <${ResourceTable}
-      id="templates" title="Templates" path="/templates" idOf=${(t: Item) => String(t.templateID)}
+      id="templates" title="Templates" path=${path("/templates")} idOf=${(t: Item) => String(t.templateID)}
       columns=${[
         { label: "Name", value: (t: Item) => t.name },
         { label: "Kind", value: (t: Item) => (t.shared ? "shared" : "own") },
@@ -46,7 +51,7 @@ export function CatalogPage({ mode }: { mode: Mode }) {
         { label: "Builds", value: (t: Item) => t.buildCount },
         { label: "Sandboxes started", value: (t: Item) => t.spawnCount },
       ]}
-      more=${(t: Item) => (t.buildID && !t.shared ? html`<${Build} template=${t.name} buildID=${t.buildID} />` : null)}
+      more=${(t: Item) => (t.buildID && !t.shared ? html`<${Build} path=${path(`/templates/${encodeURIComponent(t.name)}/builds/${encodeURIComponent(t.buildID)}`)} key=${t.buildID} />` : null)}
     />
   </section>`;
 }
