@@ -4,7 +4,7 @@
  * least 4.5:1 on every text colour here (WCAG AA).
  */
 export const WORKLOAD_CSS = `
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; position: relative; }
 select { max-width: 100%; }
 .badge { display: inline-block; padding: .05rem .45rem; border-radius: .8rem; font-size: .8rem; border: 1px solid; }
 .badge.good { color: #065f46; background: #ecfdf5; border-color: #6ee7b7; }

@@ -123,7 +123,7 @@ async function capture(name: string) {
   for (const size of SIZES) {
     await page.setViewport({ width: size.width, height: size.height });
     // Nothing wider than the window: wide tables scroll inside their own box.
-    const wide = await page.evaluate((w: number) => [...document.querySelectorAll("body *")].filter((el: any) => el.getBoundingClientRect().right > w + 1 && !el.closest(".scroll")).map((el: any) => `${el.tagName}.${el.className}`).slice(0, 5), size.width);
+    const wide = await page.evaluate((w: number) => (document.documentElement.scrollWidth > w ? [...document.querySelectorAll("body *")].filter((el: any) => el.getBoundingClientRect().right > w + 1 && !el.closest(".scroll")).map((el: any) => `${el.tagName}.${el.className}`).slice(0, 5).concat(`page ${document.documentElement.scrollWidth} px wide`) : []), size.width);
     expect(wide, `${name} at ${size.width}`).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, `${name}-${size.width}x${size.height}.png`), fullPage: true });
   }
