@@ -27,6 +27,7 @@ ol.fields-list { margin: 0; padding-left: 1.2rem; }
 .usage { display: flex; flex-direction: column; gap: .1rem; font-size: .85rem; white-space: nowrap; }
 .usage meter { width: 4rem; vertical-align: middle; }
 pre.terminal { background: #111827; color: #f9fafb; min-height: 12rem; max-height: 24rem; overflow: auto; padding: .6rem; font-size: .85rem; white-space: pre-wrap; word-break: break-all; }
+pre.terminal.direct:focus-visible, pre.terminal.direct:focus { outline: 3px solid #16a34a; outline-offset: 2px; }
 pre.code, pre.file { max-height: 20rem; overflow: auto; }
 input.wide { min-width: min(28rem, 100%); }
 .compose { display: flex; flex-direction: column; gap: .3rem; max-width: 48rem; margin-top: 1rem; }

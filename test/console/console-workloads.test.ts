@@ -157,6 +157,15 @@ test("sandboxes: live CPU and memory, a readable inspect view, a terminal runnin
   await page.waitForFunction(() => /\nconsole-42/.test(document.querySelector("pre.terminal")?.textContent ?? ""), { timeout: 20_000 });
   // The typed command is echoed by the terminal, the output is on a line of its own.
   expect(await inside("pre.terminal")).toContain("echo console-$((40+2))");
+  // Keys typed into the terminal itself go to the shell: a command, then the shell's history (arrow up).
+  await press("xpath/.//button[text()='Type in the terminal']");
+  await page.waitForFunction(() => document.activeElement?.matches("pre.terminal.direct"));
+  await page.keyboard.type("echo direct-$((1+1))");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => /\ndirect-2/.test(document.querySelector("pre.terminal")?.textContent ?? ""), { timeout: 20_000 });
+  await page.keyboard.press("ArrowUp");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => (document.querySelector("pre.terminal")?.textContent?.match(/\ndirect-2/g) ?? []).length === 2, { timeout: 20_000 });
 
   // Files: the one the shell made, an upload, opening both.
   await page.waitForFunction(() => document.body.innerText.includes("Contents of /home/user"));

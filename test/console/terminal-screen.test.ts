@@ -42,3 +42,14 @@ test("keeps the last 2000 lines", () => {
   expect(s.lines.length).toBe(2000);
   expect(s.lines[0]).toBe("line 500");
 });
+
+test("keys typed into the terminal become what a terminal sends", async () => {
+  const { keySequence } = await import("../../src/console/ui/pages/sandbox-terminal");
+  const key = (k: string, mods: Partial<{ ctrlKey: boolean; altKey: boolean; metaKey: boolean }> = {}) => keySequence({ key: k, ctrlKey: false, altKey: false, metaKey: false, ...mods });
+  expect(["a", "Enter", "Backspace", "ArrowUp", "ArrowLeft"].map((k) => key(k))).toEqual(["a", "\r", "\x7f", "\x1b[A", "\x1b[D"]);
+  expect(key("c", { ctrlKey: true })).toBe("\x03");
+  expect(key("D", { ctrlKey: true })).toBe("\x04");
+  expect(key("b", { altKey: true })).toBe("\x1bb");
+  // Left to the browser: Tab (the focus must be able to leave), function keys, the Meta shortcuts.
+  expect([key("Tab"), key("F5"), key("v", { metaKey: true }), key("Shift")]).toEqual([undefined, undefined, undefined, undefined]);
+});

@@ -4,17 +4,33 @@ import { api } from "../api";
 import { TerminalScreen } from "../terminal-screen";
 import { ErrorNote } from "../widgets";
 
+/** What a key sends to a terminal (xterm's sequences), or undefined for keys left to the browser. */
+export function keySequence(e: { key: string; ctrlKey: boolean; altKey: boolean; metaKey: boolean }): string | undefined {
+  if (e.metaKey) return undefined;
+  const named: Record<string, string> = {
+    Enter: "\r", Backspace: "\x7f", Escape: "\x1b", Delete: "\x1b[3~",
+    ArrowUp: "\x1b[A", ArrowDown: "\x1b[B", ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D", Home: "\x1b[H", End: "\x1b[F",
+  };
+  if (e.key in named) return named[e.key];
+  if (e.key.length !== 1) return undefined; // Tab, F-keys, modifiers: Tab keeps moving the focus out.
+  if (e.ctrlKey && /^[a-z@\[\\\]^_]$/i.test(e.key)) return String.fromCharCode(e.key.toUpperCase().charCodeAt(0) & 0x1f);
+  return e.altKey ? `\x1b${e.key}` : e.key;
+}
+
 /**
  * A sandbox's shell over the terminal WebSocket (src/e2b/terminal.ts): a ticket from the
  * API with the signed-in key, then the socket. Input is a line at a time (the command
  * field; Enter sends it with a carriage return), plus Ctrl-C and Tab keys as buttons, so
- * the terminal is usable with a keyboard and a screen reader alike.
+ * the terminal is usable with a keyboard and a screen reader alike; or, with "Type in
+ * the terminal", keys go to the shell as typed (arrows, Ctrl-keys, paste) while the
+ * output has the focus. Tab is never captured, so the focus can always leave.
  */
 export function SandboxTerminal({ sandboxId }: { sandboxId: string }) {
   const [state, setState] = useState<"closed" | "connecting" | "open">("closed");
   const [output, setOutput] = useState("");
   const [error, setError] = useState<string>();
   const [exit, setExit] = useState<number>();
+  const [direct, setDirect] = useState(false);
   const socket = useRef<WebSocket | undefined>(undefined);
   const outRef = useRef<HTMLPreElement>(null);
 
@@ -59,6 +75,18 @@ export function SandboxTerminal({ sandboxId }: { sandboxId: string }) {
   };
 
   const send = (data: string) => socket.current?.readyState === WebSocket.OPEN && socket.current.send(JSON.stringify({ type: "input", data }));
+  const onKey = (e: KeyboardEvent) => {
+    if (!direct) return;
+    const seq = keySequence(e);
+    if (seq === undefined) return;
+    e.preventDefault();
+    send(seq);
+  };
+  const onPaste = (e: ClipboardEvent) => {
+    if (!direct) return;
+    e.preventDefault();
+    send(e.clipboardData?.getData("text") ?? "");
+  };
   const submit = (e: Event) => {
     e.preventDefault();
     const input = (e.target as HTMLFormElement).elements.namedItem("terminal-command") as HTMLInputElement;
@@ -72,7 +100,7 @@ export function SandboxTerminal({ sandboxId }: { sandboxId: string }) {
     ${state === "closed"
       ? html`<p class="controls"><button type="button" onClick=${connect}>${output ? "Reconnect" : "Open a terminal"}</button>${exit !== undefined ? html`<span class="muted">The shell exited with code ${exit}.</span>` : null}</p>`
       : html`<p class="controls"><button type="button" onClick=${() => socket.current?.close(1000)}>Close the terminal</button><span class="muted" role="status">${state === "open" ? "Connected" : "Connecting…"}</span></p>`}
-    ${output || state !== "closed" ? html`<pre class="terminal" ref=${outRef} role="log" aria-label="Terminal output" aria-live="polite" tabindex="0">${output}</pre>` : null}
+    ${output || state !== "closed" ? html`<pre class=${`terminal ${direct ? "direct" : ""}`} ref=${outRef} role="log" aria-label=${direct ? "Terminal: keys typed here go to the shell" : "Terminal output"} aria-live="polite" tabindex="0" onKeyDown=${onKey} onPaste=${onPaste}>${output}</pre>` : null}
     ${state === "open"
       ? html`<form class="inline" onSubmit=${submit} aria-label="Terminal input">
           <label for="terminal-command">Command</label>
@@ -80,6 +108,7 @@ export function SandboxTerminal({ sandboxId }: { sandboxId: string }) {
           <button type="submit">Run</button>
           <button type="button" onClick=${() => send("\x03")} aria-label="Send Control-C">Ctrl-C</button>
           <button type="button" onClick=${() => send("\t")} aria-label="Send Tab">Tab</button>
+          <button type="button" aria-pressed=${direct} onClick=${() => { setDirect(!direct); if (!direct) outRef.current?.focus(); }}>Type in the terminal</button>
         </form>`
       : null}
   </section>`;
