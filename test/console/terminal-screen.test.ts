@@ -1,5 +1,6 @@
 // Database-independent: the console terminal's screen model, a pure function of the bytes a shell writes.
 import { expect, test } from "bun:test";
+import { keySequence } from "../../src/console/ui/terminal-keys";
 import { TerminalScreen } from "../../src/console/ui/terminal-screen";
 
 const screen = (...chunks: string[]) => {
@@ -43,8 +44,7 @@ test("keeps the last 2000 lines", () => {
   expect(s.lines[0]).toBe("line 500");
 });
 
-test("keys typed into the terminal become what a terminal sends", async () => {
-  const { keySequence } = await import("../../src/console/ui/pages/sandbox-terminal");
+test("keys typed into the terminal become what a terminal sends", () => {
   const key = (k: string, mods: Partial<{ ctrlKey: boolean; altKey: boolean; metaKey: boolean }> = {}) => keySequence({ key: k, ctrlKey: false, altKey: false, metaKey: false, ...mods });
   expect(["a", "Enter", "Backspace", "ArrowUp", "ArrowLeft"].map((k) => key(k))).toEqual(["a", "\r", "\x7f", "\x1b[A", "\x1b[D"]);
   expect(key("c", { ctrlKey: true })).toBe("\x03");
