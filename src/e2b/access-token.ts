@@ -132,7 +132,7 @@ export const TERMINAL_TICKET_MS = 60_000;
  * carry an Authorization header. `<expiry ms>.<HMAC of the sandbox and expiry under the
  * sandbox's envd token>`: it opens that sandbox's terminal only, for TERMINAL_TICKET_MS,
  * and dies with the sandbox's token. Threat: an API key in a URL (logs, history) - the
- * ticket replaces it and is worth little once it has expired.
+ * ticket replaces it, opens one shell (terminal.ts) and is worth nothing once expired.
  */
 export function terminalTicketMac(envdToken: string, sandboxId: string, expires: number): string {
   return createHmac("sha256", envdToken).update(`terminal:${sandboxId}:${expires}`).digest("base64url");

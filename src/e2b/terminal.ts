@@ -20,7 +20,7 @@ import type { ProcessTable, RunningProcess } from "./processes";
  *
  * The WebSocket cannot carry an Authorization header from a browser, so it authenticates
  * with a ticket (access-token.ts) that `POST /sandboxes/{id}/terminal/tickets` hands
- * out under the ordinary credentials; its own surface (`/ws`, the service's WebSockets,
+ * out under the ordinary credentials (each ticket opens one shell); its own surface (`/ws`, the service's WebSockets,
  * left out of the OpenAPI document) therefore takes no credential.
  */
 export const terminalSocketSurface: Surface = { prefix: "/ws", family: "sandbox", credentials: "none" };
@@ -70,6 +70,19 @@ function isSize(n: unknown): boolean {
 
 export function terminalRoutes(sandboxes: SandboxService, tokens: AccessTokens, processes: ProcessTable) {
   const encoder = new TextEncoder();
+  /**
+   * Tickets already used, until they expire. Threat: a ticket seen in a proxy's log
+   * replayed within its minute. Kept per process: behind several replicas a ticket opens
+   * at most one shell on each, still only within its minute.
+   */
+  const spent = new Map<string, number>();
+  const spend = (ticket: string): boolean => {
+    const now = Date.now();
+    if (spent.size > 10_000) for (const [t, until] of spent) if (until < now) spent.delete(t);
+    if (spent.has(ticket)) return false;
+    spent.set(ticket, Number(ticket.split(".")[0]));
+    return true;
+  };
 
   /** Runs the shell and relays it until either side ends. */
   function attach(ws: ServerWebSocket<unknown>, organizationId: string, sandboxId: string, state: TerminalState) {
@@ -110,13 +123,13 @@ export function terminalRoutes(sandboxes: SandboxService, tokens: AccessTokens, 
         tags: ["sandboxes"],
         operationId: "createSandboxTerminalTicket", summary: "A ticket for the sandbox's terminal WebSocket",
         description:
-          "201 with a ticket valid for one minute. Then open the WebSocket `GET /ws/sandboxes/{id}/terminal?ticket=...`: a login shell on a pseudo-terminal as `user` in /home/user. Output arrives as binary messages; send `{\"type\":\"input\",\"data\":\"...\"}` and `{\"type\":\"resize\",\"cols\":n,\"rows\":n}` as text; the shell's end is `{\"type\":\"exit\",\"exitCode\":n}`. Closing the socket kills the shell. 409 unless the sandbox is running.",
+          "201 with a ticket that opens one shell within a minute. Then open the WebSocket `GET /ws/sandboxes/{id}/terminal?ticket=...`: a login shell on a pseudo-terminal as `user` in /home/user. Output arrives as binary messages; send `{\"type\":\"input\",\"data\":\"...\"}` and `{\"type\":\"resize\",\"cols\":n,\"rows\":n}` as text; the shell's end is `{\"type\":\"exit\",\"exitCode\":n}`. Closing the socket kills the shell. 409 unless the sandbox is running.",
       },
     })
     .get("/ws/sandboxes/:id/terminal", async ({ request, server, params, query }) => {
       if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !server) throw new ApiError(426, "this is a WebSocket: open it with a ticket from POST /sandboxes/{id}/terminal/tickets");
       const organizationId = await tokens.terminalTicket(params.id, query.ticket ?? null);
-      if (!organizationId) throw new ApiError(401, "missing, invalid or expired terminal ticket: ask POST /sandboxes/{id}/terminal/tickets for a new one");
+      if (!organizationId || !spend(query.ticket!)) throw new ApiError(401, "missing, invalid, expired or already used terminal ticket: ask POST /sandboxes/{id}/terminal/tickets for a new one");
       const row = await sandboxes.get(organizationId, params.id);
       if (row.status !== "running") throw new ApiError(409, `sandbox ${params.id} is ${row.status}`);
       const state: TerminalState = { early: [], earlyBytes: 0, closed: false, abort: new AbortController() };

@@ -84,6 +84,10 @@ test("no ticket, a forged one, or one of another sandbox is refused; bad message
   ws.send("not json");
   await closed;
   expect(got.closed?.code).toBe(1003);
+  // Each ticket opens one shell.
+  const again = await fetch(`${svc.url}/ws/sandboxes/${sandboxId}/terminal?ticket=${mine}`, { headers: { upgrade: "websocket", connection: "upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" } });
+  expect(again.status).toBe(401);
+  expect((await again.json()).message).toContain("already used");
 }, 60_000);
 
 test("a stopped sandbox gets no ticket", async () => {
