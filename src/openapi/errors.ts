@@ -163,6 +163,8 @@ export function securityFor(surface: Surface): Record<string, string[]>[] {
   switch (surface.credentials) {
     case "bearer":
       return [{ bearer: [] }];
+    case "realtime":
+      return [{ bearer: [] }, { realtimeSubprotocol: [] }];
     case "messages":
       return [{ apiKeyHeader: [] }, { bearer: [] }];
     case "genvendor":
@@ -184,4 +186,5 @@ export const SECURITY_SCHEMES = {
   genvendorKey: { type: "apiKey", in: "header", name: "x-goog-api-key", description: "API key on the generative-vendor surfaces (neutral spelling `x-genvendor-api-key`)" },
   queryKey: { type: "apiKey", in: "query", name: "key", description: "API key as a query parameter on the generative-vendor surfaces (headers are preferred: query strings get logged)" },
   adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for /admin" },
+  realtimeSubprotocol: { type: "apiKey", in: "header", name: "sec-websocket-protocol", description: "Realtime from a browser: the key offered as the WebSocket subprotocol `openai-insecure-api-key.<key>`" },
 };
