@@ -130,7 +130,8 @@ export function gatewayRoutes(s: Services) {
     if (route.kind !== "websocket") continue;
     app.get(route.path, ({ query, request, server, surface, auth, requestId, startedAt }) => openRealtime(g, { request, auth, requestId, startedAt }, server, surface, query.model), {
       query: t.Object({ model: t.Optional(t.String({ minLength: 1, maxLength: 256 })) }, { additionalProperties: true }),
-      detail: { tags, operationId: route.operationId, ...responds({ 101: null }, [400, 404, 429, 502, 503, 504]), summary: route.summary, description: route.description },
+      // A WebSocket is not an operation OpenAPI 3.1 can describe (no 2xx answer): documented in docs/gateway.md instead.
+      detail: { hide: true },
     });
   }
   // POST {version}/models/{model}:{action}: the action picks the protocol (and whether it streams).

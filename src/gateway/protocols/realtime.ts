@@ -12,14 +12,7 @@ import { unstreamedCodec } from "./unstreamed";
 export const realtime = defineProtocol({
   name: "realtime",
   label: "realtime",
-  route: {
-    kind: "websocket",
-    path: "/v1/realtime",
-    operationId: "realtime",
-    summary: "Realtime session (WebSocket)",
-    description:
-      "Opens a Realtime session: send `Upgrade: websocket` with `?model=`. Events go to the provider's Realtime WebSocket and back unchanged. The key is checked at the upgrade (`Authorization: Bearer`, or from a browser the subprotocol `openai-insecure-api-key.<key>`), again when each response starts, and each response's usage is metered from its `response.done` event. A response that the key's or organization's budget cannot hold is cancelled with an `error` event.",
-  },
+  route: { kind: "websocket", path: "/v1/realtime" },
   surfaces: [{ prefix: "/v1/realtime" }],
   credentials: "realtime",
   errorFamily: "chat",

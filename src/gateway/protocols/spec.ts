@@ -114,9 +114,6 @@ export interface MultipartRoute extends RouteDocs {
 export interface WebSocketRoute {
   kind: "websocket";
   path: string;
-  operationId: string;
-  summary: string;
-  description: string;
 }
 /**
  * A resource API with routes of its own (Interactions: create, then read by id), mounted
