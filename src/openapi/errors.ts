@@ -162,9 +162,9 @@ export function surfaceErrorStatuses(surface: Surface, method: string, hasPathPa
 export function securityFor(surface: Surface): Record<string, string[]>[] {
   switch (surface.credentials) {
     case "bearer":
-      return [{ bearer: [] }];
+    // (A browser's Realtime subprotocol key has no OpenAPI spelling; the route is not in the document.)
     case "realtime":
-      return [{ bearer: [] }, { realtimeSubprotocol: [] }];
+      return [{ bearer: [] }];
     case "messages":
       return [{ apiKeyHeader: [] }, { bearer: [] }];
     case "genvendor":
@@ -186,5 +186,4 @@ export const SECURITY_SCHEMES = {
   genvendorKey: { type: "apiKey", in: "header", name: "x-goog-api-key", description: "API key on the generative-vendor surfaces (neutral spelling `x-genvendor-api-key`)" },
   queryKey: { type: "apiKey", in: "query", name: "key", description: "API key as a query parameter on the generative-vendor surfaces (headers are preferred: query strings get logged)" },
   adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for /admin" },
-  realtimeSubprotocol: { type: "apiKey", in: "header", name: "sec-websocket-protocol", description: "Realtime from a browser: the key offered as the WebSocket subprotocol `openai-insecure-api-key.<key>`" },
 };
