@@ -6,6 +6,8 @@ export {};
 const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   foundation: () => import("./foundation"),
   gateway: () => import("./gateway"),
+  // Multipart uploads and the Realtime relay against their minimal baselines.
+  breadth: () => import("./breadth"),
   limits: () => import("./limits"),
   holds: () => import("./holds"),
   metering: () => import("./metering"),

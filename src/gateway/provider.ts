@@ -39,6 +39,11 @@ export interface UpstreamRequest {
   json?: Record<string, unknown>;
 }
 
+export interface UpstreamSocket {
+  url: string;
+  headers: Record<string, string>;
+}
+
 export interface ModelProvider {
   /** Vendor whose catalog models this instance serves with no route configured (e.g. its instance name). */
   readonly vendor: string;
@@ -53,6 +58,12 @@ export interface ModelProvider {
   incompatible?(req: UpstreamRequest): string | undefined;
   /** Sends the request; resolves with the upstream response, unread. Rejects on network errors. */
   send(req: UpstreamRequest): Promise<Response>;
+  /**
+   * Optional: where a session protocol's WebSocket goes (Realtime): the URL (ws: or wss:)
+   * and the headers to open it with (the vendor's credentials). The gateway connects and
+   * relays the frames (src/gateway/realtime.ts).
+   */
+  socket?(req: UpstreamRequest): UpstreamSocket;
   /**
    * Optional: image, audio or video generation (POST /v1/run, /v1/generations). A
    * provider without it is never a candidate for generation requests.
@@ -148,6 +159,10 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
         // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.
         redirect: "manual",
       });
+    },
+    socket(req) {
+      const { "content-type": _, ...headers } = spec.headers(req);
+      return { url: (base + spec.path(req)).replace(/^http/, "ws"), headers };
     },
   };
 }

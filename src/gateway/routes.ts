@@ -11,6 +11,7 @@ import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
 import { DEFAULT_MODERATION_MODEL } from "./protocols/moderations";
 import type { ModelInPathRoute } from "./protocols/spec";
+import { openRealtime } from "./realtime";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
 import { storedResourceRoutes } from "./stored-resources";
 import { responds, sse, type Success } from "../openapi/declare";
@@ -121,6 +122,16 @@ export function gatewayRoutes(s: Services) {
         summary: route.summary,
         description: route.description,
       },
+    });
+  }
+  // GET <path>?model=... upgraded to a WebSocket relayed to the provider's (Realtime).
+  for (const spec of PROTOCOL_SPECS) {
+    const route = spec.route;
+    if (route.kind !== "websocket") continue;
+    app.get(route.path, ({ query, request, server, surface, auth, requestId, startedAt }) => openRealtime(g, { request, auth, requestId, startedAt }, server, surface, query.model), {
+      query: t.Object({ model: t.Optional(t.String({ minLength: 1, maxLength: 256 })) }, { additionalProperties: true }),
+      // A WebSocket is not an operation OpenAPI 3.1 can describe (no 2xx answer): documented in docs/gateway.md instead.
+      detail: { hide: true },
     });
   }
   // POST {version}/models/{model}:{action}: the action picks the protocol (and whether it streams).

@@ -4,6 +4,11 @@ import type { ErrorFamily } from "./errors";
 export type CredentialStyle =
   /** `Authorization: Bearer` only: chat, responses, run, resource APIs, /events. */
   | "bearer"
+  /**
+   * Bearer, then the `openai-insecure-api-key.<key>` WebSocket subprotocol browsers must use
+   * for the Realtime API (a browser's WebSocket cannot set headers).
+   */
+  | "realtime"
   /** `x-api-key`, then Bearer; x-api-key wins (messages). */
   | "messages"
   /** `x-goog-api-key` (or the neutral `x-genvendor-api-key`), then Bearer, then `?key=` (/v1beta). */

@@ -10,6 +10,7 @@ import { generateContent } from "./generate-content";
 import { imageEdits } from "./image-edits";
 import { images } from "./images";
 import { moderations } from "./moderations";
+import { realtime } from "./realtime";
 import { speech } from "./speech";
 import { transcriptions } from "./transcriptions";
 import { translations } from "./translations";
@@ -26,7 +27,7 @@ export { defineProtocol } from "./spec";
  * The wire protocols the gateway serves, one module each; adding a protocol is its
  * module plus one line here. The order is the order `Router.protocolsOf` lists them in.
  */
-export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens, images, imageEdits, speech, transcriptions, translations, moderations, files, batches] as const;
+export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens, images, imageEdits, speech, transcriptions, translations, moderations, files, batches, realtime] as const;
 
 /** Wire protocols of the model surfaces (one per surface family, named after the surface). */
 export type Protocol = (typeof PROTOCOL_SPECS)[number]["name"];

@@ -55,7 +55,7 @@ export interface ProtocolSpec<N extends string = string> {
   readonly uploads?: boolean;
 }
 
-export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute | MultipartRoute;
+export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute | MultipartRoute | WebSocketRoute;
 
 interface RouteDocs {
   summary: string;
@@ -106,6 +106,15 @@ export interface MultipartRoute extends RouteDocs {
   defaultModel?: string;
 }
 
+/**
+ * `GET <path>?model=...` upgraded to a WebSocket whose frames are relayed to the provider's
+ * own WebSocket as they come (src/gateway/realtime.ts); usage is read from the events that
+ * report it (`ProtocolCodec.usageFromBody` on each such event's JSON).
+ */
+export interface WebSocketRoute {
+  kind: "websocket";
+  path: string;
+}
 /**
  * A resource API with routes of its own (Interactions: create, then read by id), mounted
  * by src/gateway/routes.ts; the spec still supplies everything else.
