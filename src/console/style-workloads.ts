@@ -12,7 +12,7 @@ select { max-width: 100%; }
 .badge.warn { color: #92400e; background: #fffbeb; border-color: #fcd34d; }
 .badge.neutral { color: #374151; background: #f3f4f6; border-color: #d1d5db; }
 tr.selected td { background: #eff6ff; }
-td.actions { white-space: nowrap; }
+td.actions, .nowrap { white-space: nowrap; }
 td.actions button + button { margin-left: .3rem; }
 button.link { background: none; border: none; padding: 0; color: #1d4ed8; text-decoration: underline; }
 .detail, .panel, .resource { margin: 1rem 0; }

@@ -24,7 +24,7 @@ function Value({ v }: { v: unknown }): unknown {
   if (typeof v === "number") return String(v);
   if (Array.isArray(v)) {
     if (!v.length) return html`<span class="muted">none</span>`;
-    if (v.every((x) => typeof x !== "object" || x === null)) return v.map(String).join(", ");
+    if (v.every((x) => typeof x !== "object" || x === null)) return v.map((x) => (typeof x === "string" && ISO.test(x) ? formatTime(x) : String(x))).join(", ");
     return html`<ol class="fields-list">${v.map((x) => html`<li><${Value} v=${x} /></li>`)}</ol>`;
   }
   const entries = Object.entries(v as Record<string, unknown>);
@@ -48,6 +48,11 @@ export function Fields({ value, omit = [] }: { value: Record<string, unknown>; o
 export function Badge({ status }: { status: string }) {
   const tone = /running|ready|succeeded|enabled|active|idle|ok/.test(status) ? "good" : /error|fail|exhausted|lost|terminated/.test(status) ? "bad" : /pending|building|waiting|paused|rescheduling/.test(status) ? "warn" : "neutral";
   return html`<span class=${`badge ${tone}`}>${status}</span>`;
+}
+
+/** A time that does not wrap inside a table cell. */
+export function When({ iso }: { iso?: string | null }) {
+  return iso ? html`<time class="nowrap" datetime=${iso}>${formatTime(iso)}</time>` : html`<span class="muted">—</span>`;
 }
 
 export function formatBytes(n: number | undefined): string {

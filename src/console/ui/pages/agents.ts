@@ -1,12 +1,13 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { api, type Mode } from "../api";
+import { When } from "../details";
 import { formatTime } from "../hooks";
 import { type Item, ReadOnlyNote, RelatedTable, ResourceTable, resourcePath } from "../resources";
 import { ErrorNote, type Org, OrgPicker, PageTitle } from "../widgets";
 
 const modelOf = (a: Item) => (typeof a.model === "string" ? a.model : (a.model?.id ?? "—"));
-const created = { label: "Created", value: (i: Item) => formatTime(String(i.created_at)) };
+const created = { label: "Created", value: (i: Item) => html`<${When} iso=${i.created_at} />` };
 
 /** A small create form: the fields it names, posted as JSON; the list reloads after. */
 function CreateForm({ label, fields, submit }: { label: string; fields: { id: string; label: string; required?: boolean }[]; submit: (v: Record<string, string>) => Promise<void> }) {

@@ -1,12 +1,11 @@
 import { html } from "htm/preact";
 import type { Mode } from "../api";
-import { Badge } from "../details";
-import { formatTime } from "../hooks";
+import { Badge, When } from "../details";
 import { type Item, ReadOnlyNote, RelatedTable, ResourceTable, resourcePath } from "../resources";
 import { type Org, OrgPicker, PageTitle } from "../widgets";
 
 const agentOf = (i: Item) => i.agent?.name ?? i.agent?.id ?? "—";
-const created = { label: "Created", value: (i: Item) => formatTime(String(i.created_at)) };
+const created = { label: "Created", value: (i: Item) => html`<${When} iso=${i.created_at} />` };
 
 /** Endpoints (an agent over REST) and deployments (an agent on a schedule) with their runs. */
 export function AutomationPage({ mode, orgs, org, onOrg }: { mode: Mode; orgs: Org[]; org?: string; onOrg: (id: string) => void }) {
@@ -23,9 +22,9 @@ export function AutomationPage({ mode, orgs, org, onOrg }: { mode: Mode; orgs: O
         { label: "Name", value: (e: Item) => e.name },
         { label: "Agent", value: agentOf },
         { label: "Environment", value: (e: Item) => html`<code>${e.environment_id}</code>` },
-        { label: "Call", value: (e: Item) => html`<code>POST /v1/endpoints/${e.id}/run</code>` },
         created,
       ]}
+      more=${(e: Item) => html`<p>Run it with the organization's key: <code>POST /v1/endpoints/${e.id}/run</code></p>`}
     />
     <${ResourceTable}
       id="deployments" title="Deployments" path=${path("/v1/deployments")}
@@ -34,7 +33,7 @@ export function AutomationPage({ mode, orgs, org, onOrg }: { mode: Mode; orgs: O
         { label: "Agent", value: agentOf },
         { label: "Status", value: (d: Item) => html`<${Badge} status=${d.archived_at ? "archived" : String(d.status ?? "—")} />` },
         { label: "Schedule", value: (d: Item) => (d.schedule ? `${d.schedule.expression} (${d.schedule.timezone})` : "manual only") },
-        { label: "Next run", value: (d: Item) => (d.schedule?.upcoming_runs_at?.[0] ? formatTime(d.schedule.upcoming_runs_at[0]) : "—") },
+        { label: "Next run", value: (d: Item) => html`<${When} iso=${d.schedule?.upcoming_runs_at?.[0]} />` },
       ]}
       more=${(d: Item) => html`<${RelatedTable} title=${`Runs of ${d.name}, newest first`} path=${path(`/v1/deployment_runs?deployment_id=${encodeURIComponent(d.id)}`)} columns=${[
         { label: "Run", value: (r: Item) => html`<code>${r.id}</code>` },
