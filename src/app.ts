@@ -9,7 +9,7 @@ import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
-import { e2bDataModule, e2bModule } from "./e2b";
+import { e2bDataModule, e2bModule, terminalModule } from "./e2b";
 import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
@@ -24,6 +24,7 @@ import { openapiRoutes } from "./openapi/routes";
 import { keysModule } from "./keys";
 import { usageModule } from "./usage";
 import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { adminOrgAgentResourceRoutes } from "./admin/org-agent-resources";
 import { sandboxQuotaRoutes } from "./sandboxes/quota-routes";
 import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
@@ -38,6 +39,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: homeRoutes },
   keysModule,
   { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: adminOrgAgentResourceRoutes },
   { surfaces: [], routes: sandboxQuotaRoutes },
   { surfaces: [], routes: consoleRoutes },
   meteringModule,
@@ -50,6 +52,7 @@ export const routeModules: RouteModule[] = [
   sandboxesModule,
   e2bModule,
   e2bDataModule,
+  terminalModule,
   templateUploadsModule,
   agentsModule,
   skillsModule,

@@ -7,6 +7,9 @@ import { SandboxesPage } from "./pages/sandboxes";
 import { SessionsPage } from "./pages/sessions";
 import { UsagePage } from "./pages/usage";
 import { WebhooksPage } from "./pages/webhooks";
+import { AgentsPage } from "./pages/agents";
+import { AutomationPage } from "./pages/automation";
+import { CatalogPage } from "./pages/catalog";
 import { ErrorNote, type Org } from "./widgets";
 
 const MODE_KEY = "gateway-console-mode";
@@ -18,6 +21,9 @@ const PAGES = [
   { id: "sandboxes", label: "Sandboxes" },
   { id: "sessions", label: "Agent sessions" },
   { id: "webhooks", label: "Webhooks" },
+  { id: "agents", label: "Agents" },
+  { id: "automation", label: "Endpoints and deployments" },
+  { id: "catalog", label: "Skills and templates" },
 ] as const;
 
 function currentPage(mode: Mode): string {
@@ -101,6 +107,9 @@ function App() {
     : page === "log" ? html`<${LogPage} mode=${mode} orgs=${orgs} />`
     : page === "sandboxes" ? html`<${SandboxesPage} ...${common} />`
     : page === "sessions" ? html`<${SessionsPage} ...${common} />`
+    : page === "agents" ? html`<${AgentsPage} ...${common} />`
+    : page === "automation" ? html`<${AutomationPage} ...${common} />`
+    : page === "catalog" ? html`<${CatalogPage} ...${common} />`
     : html`<${WebhooksPage} ...${common} />`;
   return html`
     <a class="skip" href="#main">Skip to content</a>
