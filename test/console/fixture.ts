@@ -5,6 +5,8 @@ import { LLMock } from "@copilotkit/aimock";
 
 /** Credentials of the test providers: no page or admin answer may ever show them. */
 export const UPSTREAM_SECRETS = ["sk-primary-upstream-secret", "sk-secondary-upstream-secret"];
+/** USD per million tokens of the routes `duo` and `solo`. */
+export const PRICES = { inputPerMTok: 3, outputPerMTok: 15 };
 /** A prompt the primary upstream fails with a 500, so the route falls back to the secondary. */
 export const FALL_BACK = "please fall back";
 
@@ -38,6 +40,8 @@ export async function startFallbackUpstreams(): Promise<FallbackUpstreams> {
       },
       routes: { duo: [{ provider: "primary", model: "m" }, { provider: "secondary", model: "m" }], solo: [{ provider: "secondary", model: "m" }] },
       gateway: { cooldownFailures: 1, cooldownSeconds: 600 },
+      // Prices, so requests have a cost (the spend chart, the log's cost column).
+      catalog: { models: { duo: { vendor: "primary", kind: "chat", pricing: PRICES }, solo: { vendor: "secondary", kind: "chat", pricing: PRICES } } },
     }),
   );
   return {
