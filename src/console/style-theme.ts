@@ -46,7 +46,8 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .exchange { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 24rem), 1fr)); gap: 1rem; }
 .answer { white-space: pre-wrap; min-height: 2rem; background: #fff; border: 1px solid #e5e7eb; padding: .5rem; }
 ol.candidates { margin: 0; padding-left: 1.2rem; }
-main { overflow-x: auto; }
+/* Wide tables scroll inside main on a phone; main holds the visually hidden labels' absolute boxes too. */
+main { overflow-x: auto; position: relative; }
 @media (prefers-color-scheme: dark) {
 ${scoped(':root:not([data-theme="light"])')}
 }

@@ -226,6 +226,21 @@ test("accessibility: every control named, no text below WCAG AA contrast, in lig
     }
   }
   expect(problems).toEqual([]);
+  // The check itself finds what it looks for: an unnamed button and faint text, added for a moment.
+  await page.evaluate(() => {
+    const probe = document.createElement("div");
+    probe.id = "a11y-probe";
+    probe.append(document.createElement("button"));
+    const faint = document.createElement("p");
+    faint.textContent = "faint text";
+    faint.style.color = "#d1d5db";
+    probe.append(faint);
+    document.querySelector("main").append(probe);
+  });
+  const found = await accessibilityProblems(page);
+  await page.evaluate(() => document.querySelector("#a11y-probe").remove());
+  expect(found.some((p) => p.startsWith("unnamed button"))).toBe(true);
+  expect(found.some((p) => p.includes('"faint text"'))).toBe(true);
 }, 90_000);
 
 test("dark mode: the system's preference, and the toggle", async () => {
@@ -237,12 +252,14 @@ test("dark mode: the system's preference, and the toggle", async () => {
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
   expect(await background()).toBe("rgb(249, 250, 251)");
   const toggle = "xpath/.//header//button[text()='Dark mode']";
+  const backgroundIs = (c: string) => page.waitForFunction((want: string) => getComputedStyle(document.documentElement).backgroundColor === want, { timeout: 5000 }, c);
   await page.click(toggle);
-  expect(await background()).toBe("rgb(17, 24, 39)");
+  await backgroundIs("rgb(17, 24, 39)");
   expect(await page.$eval("header button[aria-pressed]", (b: any) => b.getAttribute("aria-pressed"))).toBe("true");
   await shots("overview-dark");
   await page.click(toggle);
-  expect(await background()).toBe("rgb(249, 250, 251)");
+  await backgroundIs("rgb(249, 250, 251)");
+  expect(await page.$eval("header button[aria-pressed]", (b: any) => b.getAttribute("aria-pressed"))).toBe("false");
 }, 60_000);
 
 test("an organization key sees only its own organization", async () => {

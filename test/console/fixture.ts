@@ -27,7 +27,7 @@ export async function startFallbackUpstreams(): Promise<FallbackUpstreams> {
   const secondary = new LLMock({ port: 0, host: "127.0.0.1" });
   primary.onMessage(FALL_BACK, { error: { message: "primary broke", type: "server_error" }, status: 500 });
   primary.onMessage(/.*/, { content: "Hello from the primary" });
-  secondary.onMessage(/.*/, { content: "Hello from the secondary upstream, streamed in pieces", usage: { prompt_tokens: 12, completion_tokens: 9 } }, { chunkSize: 6 });
+  secondary.onMessage(/.*/, { content: "Hello from the secondary upstream, streamed in pieces", usage: { prompt_tokens: 12, completion_tokens: 9 } }, { chunkSize: 6, latency: 30 });
   await primary.start();
   await secondary.start();
   const configFile = join(tmpdir(), `console-fixture-${process.pid}-${Date.now()}.json`);

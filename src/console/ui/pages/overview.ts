@@ -112,7 +112,7 @@ export function OverviewPage({ mode, orgs }: { mode: Mode; orgs: Org[] }) {
     html`<div class="charts">
       <div><h2>Requests and errors</h2>
         <${StackedBars} labels=${labels} unit="requests" caption="Requests per ${o.interval}: answered and failed"
-          series=${[{ label: "answered", values: zeroed((b) => b.requests - b.errors) }, { label: "errors", values: zeroed((b) => b.errors) }]} /></div>
+          series=${[{ label: "answered", values: zeroed((b) => b.requests - b.errors) }, { label: "errors", values: zeroed((b) => b.errors), color: "#dc2626" }]} /></div>
       <div><h2>Latency</h2>
         <${LineChart} labels=${labels} unit="ms" caption="p50 and p99 latency per ${o.interval}" lines=${[{ label: "p50", values: at((b) => b.p50LatencyMs) }, { label: "p99", values: at((b) => b.p99LatencyMs) }]} /></div>
       <div><h2>Tokens</h2>
