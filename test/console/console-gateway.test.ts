@@ -233,7 +233,8 @@ test("accessibility: every control named, no text below WCAG AA contrast, in lig
     probe.append(document.createElement("button"));
     const faint = document.createElement("p");
     faint.textContent = "faint text";
-    faint.style.color = "#d1d5db";
+    faint.style.color = "#888";
+    faint.style.background = "#777";
     probe.append(faint);
     document.querySelector("main").append(probe);
   });
