@@ -22,8 +22,8 @@ export interface OverviewFigures {
   cost: number;
 }
 
-/** Longest range: a month of raw rows, read in one statement. */
-export const MAX_OVERVIEW_DAYS = 31;
+/** Longest range: a week of raw rows, read in one statement (the usage API's hourly sums serve longer ones). */
+export const MAX_OVERVIEW_DAYS = 7;
 /** The breakdown keeps the busiest groups. */
 const MAX_GROUPS = 20;
 

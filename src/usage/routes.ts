@@ -184,7 +184,7 @@ export function usageRoutes(s: Services) {
     .get("/overview", ({ query, auth }) => overviewResponse(s, query, auth.organizationId), {
       query: overviewQuery(orgDimensions.filter((d) => d !== "none")),
       response: { 200: OverviewSchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
-      detail: detail("getUsageOverview", "Requests, errors, latency percentiles, tokens and spend of the key's organization over time and per group", "Read from the request log (at most 31 days; default the last 24 hours per hour)."),
+      detail: detail("getUsageOverview", "Requests, errors, latency percentiles, tokens and spend of the key's organization over time and per group", "Read from the request log (at most 7 days; default the last 24 hours per hour)."),
     })
     .get("/requests", ({ query, auth }) => logResponse(s, query, auth.organizationId), {
       query: logQuery,
@@ -206,7 +206,7 @@ export function adminUsageRoutes(s: Services) {
     .get("/overview", ({ query }) => overviewResponse(s, query, query.organizationId), {
       query: t.Composite([overviewQuery([...orgDimensions.filter((d) => d !== "none"), "organization"]), t.Object({ organizationId })]),
       response: { 200: OverviewSchema, 400: ErrorSchema, 401: ErrorSchema },
-      detail: detail("getAdminUsageOverview", "Requests, errors, latency percentiles, tokens and spend across organizations over time and per group", "Read from the request log (at most 31 days; default the last 24 hours per hour)."),
+      detail: detail("getAdminUsageOverview", "Requests, errors, latency percentiles, tokens and spend across organizations over time and per group", "Read from the request log (at most 7 days; default the last 24 hours per hour)."),
     })
     .get("/requests", ({ query }) => logResponse(s, query, query.organizationId), {
       query: t.Composite([logQuery, t.Object({ organizationId })]),

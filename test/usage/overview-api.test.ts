@@ -79,7 +79,7 @@ describe("overview", () => {
     expect((await get("/admin/usage/overview", bearer(keyA.key))).status).toBe(401);
     const long = await get("/v1/usage/overview?from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z", bearer(keyA.key));
     expect(long.status).toBe(400);
-    expect(long.body.error).toContain("at most 31");
+    expect(long.body.error).toContain("at most 7");
     expect((await get("/v1/usage/overview?from=yesterday", bearer(keyA.key))).status).toBe(400);
     const empty = await get("/v1/usage/overview?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z", bearer(keyA.key));
     expect(empty.body.totals).toMatchObject({ requests: 0, errors: 0, p50LatencyMs: null, cost: 0 });

@@ -31,7 +31,6 @@ const REFRESH_MS = 5000;
 const RANGES = [
   { value: "1", label: "Last 24 hours", interval: "hour" },
   { value: "7", label: "Last 7 days", interval: "hour" },
-  { value: "30", label: "Last 30 days", interval: "day" },
 ] as const;
 
 /** Every bucket start of the range, so quiet hours show as gaps rather than vanish. */

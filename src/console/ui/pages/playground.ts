@@ -29,6 +29,9 @@ function textOf(json: any): string {
  * Signed in with an organization key, that key is used. The admin token is not a
  * gateway credential (requests are metered and limited per key), so the admin pastes an
  * organization's key here: it stays in this page's memory only, never stored.
+ * Threat: a pasted key written to storage or into the page (an attribute, the request shown)
+ * would outlive the tab or be read by anything reading the page; it is in a password field
+ * and component state only, and the request shown carries no authorization header.
  */
 export function PlaygroundPage({ mode }: { mode: Mode }) {
   const [pasted, setPasted] = useState("");
