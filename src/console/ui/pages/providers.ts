@@ -49,7 +49,7 @@ export function ProvidersPage() {
     <${Loading} when=${state.loading && !s} />
     <${ErrorNote} message=${state.error} />
     ${s &&
-    html`<p class="muted">A candidate that fails ${s.cooldown.failures} times in a row before its first byte is skipped for ${s.cooldown.seconds} s (CONFIG_FILE <code>gateway</code>). Health is this process's view.</p>
+    html`<p class="muted">A candidate that fails ${s.cooldown.failures === 1 ? "once" : `${s.cooldown.failures} times in a row`} before its first byte is skipped for ${s.cooldown.seconds} s (CONFIG_FILE <code>gateway</code>). Health is this process's view.</p>
     <table>
       <caption>Providers</caption>
       <thead><tr><th scope="col">Name</th><th scope="col">Vendor</th><th scope="col">Protocols</th><th scope="col">Configured models</th><th scope="col">Generation</th></tr></thead>
