@@ -31,6 +31,8 @@ export const THEME_CSS = `
 .tiles dt { font-size: .8rem; color: #4b5563; }
 .tiles dd { margin: 0; font-size: 1.3rem; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 26rem), 1fr)); gap: 0 1rem; }
+/* \`size\` does not apply to number fields: without a width they take 20 characters each. */
+input[type="number"] { width: 7rem; }
 .nowrap { white-space: nowrap; }
 .wrap { overflow-wrap: anywhere; }
 .tag { font-size: .75rem; padding: 0 .3rem; border: 1px solid currentColor; border-radius: .3rem; white-space: nowrap; }

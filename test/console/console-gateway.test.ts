@@ -211,7 +211,9 @@ test("organizations and keys: the organization's budget is visible and editable"
   await waitForText("Budget of acme saved.");
   const orgs = (await (await svc.fetch("/admin/organizations", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as any[];
   expect(orgs.find((o) => o.id === acme)).toMatchObject({ spendingLimit: 25, spendingPeriod: "monthly" });
-  await waitForText("resets");
+  // The organization, read again: its period's end and the limit as saved.
+  await waitForText("(resets ");
+  expect(await page.$eval("#org-limit", (el: any) => el.value)).toBe("25");
   await shots("keys");
 }, 60_000);
 
