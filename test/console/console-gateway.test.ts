@@ -25,6 +25,7 @@ let page: Page;
 let acme: string;
 let acmeKey: { key: string; id: string };
 let otherKey: { key: string; id: string };
+let acmeBatchKey: { key: string; id: string };
 const refused: string[] = [];
 
 beforeAll(async () => {
@@ -34,6 +35,7 @@ beforeAll(async () => {
   svc = await startTestService({ CONFIG_FILE: up.configFile, USAGE_FLUSH_MS: "50", REQUEST_LOG_BODIES: "true" });
   acme = await svc.org("acme");
   acmeKey = await svc.key(acme, { name: "acme-backend" });
+  acmeBatchKey = await svc.key(acme, { name: "acme-batch" });
   otherKey = await svc.key(await svc.org("globex"), { name: "globex-app" });
   browser = await puppeteer.launch({
     executablePath: CHROMIUM,
@@ -137,8 +139,9 @@ test("the playground streams an answer from the upstream, with the exact request
   expect(timing).toMatch(/server-timing.*gateway;dur=[\d.]+, upstream;dur=[\d.]+/);
   expect(timing).toContain("x-gateway-providersecondary");
   expect(timing).toMatch(/x-request-id/);
-  expect(await page.$eval('[data-part="raw"]', (el: any) => el.textContent)).toContain("data: [DONE]");
+  // The answer's text is whole before its stream ends (the finish chunk, then [DONE]).
   await waitForText("whole answer (browser)");
+  expect(await page.$eval('[data-part="raw"]', (el: any) => el.textContent)).toContain("data: [DONE]");
   // The pasted key is in no attribute of the page and in no storage.
   expect(await page.content()).not.toContain(acmeKey.key);
   expect(await page.evaluate(() => JSON.stringify({ ...(globalThis as any).sessionStorage, ...(globalThis as any).localStorage }))).not.toContain(acmeKey.key);
@@ -146,6 +149,7 @@ test("the playground streams an answer from the upstream, with the exact request
 }, 90_000);
 
 test("the request log fits the window, names organizations and keys, and opens a row with its fallback", async () => {
+  const batchRequest = await chat(acmeBatchKey.key, "solo", "from the batch key");
   const requestId = await chat(acmeKey.key, "duo", FALL_BACK);
   await openPage("log", "Request log");
   const openButton = `button[aria-label="Open request ${requestId}"]`;
@@ -165,6 +169,16 @@ test("the request log fits the window, names organizations and keys, and opens a
   const timeLines: number[] = await page.$$eval("table.log time", (ts: any[]) => ts.map((t) => t.getClientRects().length));
   expect(timeLines.length).toBeGreaterThan(1);
   expect(timeLines.every((n) => n === 1)).toBe(true);
+  await page.waitForSelector(`button[aria-label="Open request ${batchRequest}"]`);
+  // The admin narrows to an organization, then to one of its keys by name.
+  await page.select("#log-org", acme);
+  await page.waitForFunction((id: string) => [...document.querySelectorAll("#log-key option")].some((o: any) => o.value === id), {}, acmeKey.id);
+  await page.select("#log-key", acmeKey.id);
+  await page.click("form[aria-label='Request log filters'] button[type=submit]");
+  await page.waitForSelector(openButton);
+  const keysShown: string[] = await page.$$eval("table.log tbody tr", (trs: any[]) => trs.map((tr) => tr.children[2].innerText));
+  expect(keysShown.length).toBeGreaterThan(1);
+  expect(new Set(keysShown)).toEqual(new Set(["acme-backend"]));
   // Search narrows the page to that request.
   await page.type("#log-search", requestId.slice(-8));
   await page.waitForFunction(() => document.querySelectorAll("table.log tbody tr").length === 1);

@@ -5,7 +5,7 @@ import { formatCost, useLoad } from "../hooks";
 import { ErrorNote, Loading, type Org, PageTitle } from "../widgets";
 import { type Entry, LogDetail } from "./log-detail";
 
-const FIELDS = ["model", "provider", "requestId", "status"] as const;
+const FIELDS = ["model", "provider", "requestId", "status", "keyId"] as const;
 type Filters = Partial<Record<(typeof FIELDS)[number] | "organizationId" | "days", string>>;
 
 /** Time of day in UTC on one line; the date when it is not today's (the full time is in the detail). */
@@ -21,6 +21,12 @@ export function LogPage({ mode, orgs }: { mode: Mode; orgs: Org[] }) {
   const [search, setSearch] = useState("");
   const [open, setOpen] = useState<Entry>();
   const cursor = cursors[cursors.length - 1];
+  // The admin narrows to one organization, then (by name) to one of its keys.
+  const [filterOrg, setFilterOrg] = useState("");
+  const keys = useLoad<{ id: string; name: string }[]>(
+    () => (mode === "admin" && filterOrg ? api(`/admin/keys?organizationId=${encodeURIComponent(filterOrg)}`) : Promise.resolve([])),
+    [filterOrg],
+  );
   const page = useLoad<{ data: Entry[]; nextCursor: string | null }>(() => {
     const from = new Date(Date.now() - Number(filters.days ?? 1) * 86_400_000).toISOString();
     const { days: _, ...rest } = filters;
@@ -57,9 +63,14 @@ export function LogPage({ mode, orgs }: { mode: Mode; orgs: Org[] }) {
       </select>
       ${admin
         ? html`<label for="log-org">Organization</label>
-            <select id="log-org" name="organizationId" value=${filters.organizationId ?? ""}>
+            <select id="log-org" name="organizationId" value=${filterOrg} onChange=${(e: Event) => setFilterOrg((e.target as HTMLSelectElement).value)}>
               <option value="">all</option>
               ${orgs.map((o) => html`<option value=${o.id}>${o.name}</option>`)}
+            </select>
+            <label for="log-key">Key</label>
+            <select id="log-key" name="keyId" disabled=${!filterOrg} value=${filters.organizationId === filterOrg ? (filters.keyId ?? "") : ""}>
+              <option value="">all</option>
+              ${(keys.data ?? []).map((k) => html`<option value=${k.id}>${k.name}</option>`)}
             </select>`
         : null}
       <button type="submit">Apply filters</button>
