@@ -3,7 +3,7 @@ import { bodyParser, corePlugin } from "./http/core";
 import { boundValidationErrors, installFastFirstError } from "./http/validation";
 import type { RouteModule } from "./http/route-module";
 import { eventsModule } from "./events";
-import { gatewayModule } from "./gateway";
+import { gatewayAdminModule, gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
 import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
@@ -47,6 +47,7 @@ export const routeModules: RouteModule[] = [
   budgetsModule,
   limitsModule,
   gatewayModule,
+  gatewayAdminModule,
   eventsModule,
   templatesModule,
   sandboxesModule,

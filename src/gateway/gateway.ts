@@ -14,6 +14,7 @@ import type { ModelProvider } from "./provider";
 import type { Protocol } from "./protocols";
 import { type Candidate, type ProviderEntry, Router } from "./router";
 import { spoolUpload } from "./upload";
+import { RecentErrors } from "./recent-errors";
 
 /** What a surface handler has after validation. */
 export interface Incoming {
@@ -31,6 +32,8 @@ export class Gateway {
   readonly router: Router;
   readonly providers = new Map<string, ProviderEntry>();
   readonly deps: Deps;
+  /** The last upstream failures of this process (the operator's providers page). */
+  readonly errors = new RecentErrors();
 
   constructor(readonly s: Services) {
     const config = gatewayConfig(s.config.file);
@@ -58,6 +61,7 @@ export class Gateway {
       observe,
       unitCost: (model, u) => unitPrices.unitCost(model, { images: u.images, seconds: u.audioSeconds, characters: u.characters }),
       accessLog: s.log.enabled("info") ? { cost: (model, usage) => catalog.cost(model, usage) } : undefined,
+      errors: this.errors,
     };
   }
 

@@ -125,7 +125,7 @@ export function storedResourceRoutes(g: Gateway) {
     )
     .get("/v1/files", ({ query, request, auth, requestId, startedAt }) => list({ request, auth, requestId, startedAt }, "file", query), {
       query: ListQuery,
-      detail: { tags, operationId: "listFiles", ...responds({ 200: List }, []), summary: "List files", description: "This organization's files, newest first." },
+      detail: { tags, operationId: "listFiles", ...responds({ 200: List }, [404]), summary: "List files", description: "This organization's files, newest first; 404 when `after` is not one of its file ids." },
     })
     .get("/v1/files/:id", ({ params, request, auth, requestId, startedAt }) => readFile({ request, auth, requestId, startedAt }, params.id), {
       params: Id,
@@ -167,7 +167,7 @@ export function storedResourceRoutes(g: Gateway) {
     )
     .get("/v1/batches", ({ query, request, auth, requestId, startedAt }) => list({ request, auth, requestId, startedAt }, "batch", query), {
       query: ListQuery,
-      detail: { tags, operationId: "listBatches", ...responds({ 200: List }, []), summary: "List batches", description: "This organization's batches, newest first, as last read." },
+      detail: { tags, operationId: "listBatches", ...responds({ 200: List }, [404]), summary: "List batches", description: "This organization's batches, newest first, as last read; 404 when `after` is not one of its batch ids." },
     })
     .get("/v1/batches/:id", ({ params, request, auth, requestId, startedAt }) => readBatch({ request, auth, requestId, startedAt }, params.id), {
       params: Id,
