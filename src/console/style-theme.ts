@@ -21,6 +21,20 @@ const DARK_RULES: [string, string][] = [
   ["svg text", "fill: #e5e7eb;"],
   ["a", "color: #93c5fd;"],
   [":focus-visible", "outline-color: #60a5fa;"],
+  // The workload pages (style-workloads.ts): their light boxes and tints.
+  ["dl.fields, .msg.agent .bubble", "background: #1f2937; border-color: #374151;"],
+  ["dl.fields dt, ol.conversation .who, li.status, ol.conversation .when", "color: #d1d5db;"],
+  ["tr.selected td", "background: #1e3a8a;"],
+  [".msg.user .bubble", "background: #1e3a8a;"],
+  ["li.tool", "background: #2e1065;"],
+  ["li.tool.result", "background: #083344;"],
+  ["li.tool.result.failed", "background: #450a0a;"],
+  ["li.status.bad", "color: #fca5a5;"],
+  ["button.link", "color: #93c5fd;"],
+  [".badge.good", "color: #6ee7b7; background: #022c22;"],
+  [".badge.bad", "color: #fca5a5; background: #450a0a;"],
+  [".badge.warn", "color: #fcd34d; background: #451a03;"],
+  [".badge.neutral", "color: #e5e7eb; background: #374151;"],
 ];
 
 const scoped = (root: string) => DARK_RULES.map(([sel, decl]) => `${sel.split(", ").map((s) => `${root} ${s}`.trim()).join(", ")} { ${decl} }`).join("\n");

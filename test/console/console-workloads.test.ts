@@ -128,7 +128,13 @@ async function capture(name: string) {
     await page.screenshot({ path: join(ARTIFACTS, `${name}-${size.width}x${size.height}.png`), fullPage: true });
   }
   await page.setViewport({ width: 1440, height: 900 });
-  a11y[name] = await accessibilityProblems(page);
+  // In both themes: the workload pages' own colours must hold in the dark one too.
+  a11y[name] = [];
+  for (const theme of ["light", "dark"]) {
+    await page.evaluate((t: string) => (document.documentElement.dataset.theme = t), theme);
+    a11y[name].push(...(await accessibilityProblems(page)).map((p) => `(${theme}) ${p}`));
+  }
+  await page.evaluate(() => delete document.documentElement.dataset.theme);
 }
 
 test("sandboxes: live CPU and memory, a readable inspect view, a terminal running echo, and files", async () => {
@@ -290,7 +296,7 @@ test("agents with versions, environments, endpoints, deployments with runs, skil
 }, 120_000);
 
 test("the administrator reads one organization's agents, deployments, templates and conversations; changes stay with its key", async () => {
-  await press("header button");
+  await page.click("xpath/.//header//button[text()='Sign out']");
   await page.waitForSelector("#token");
   await signIn(ADMIN_TOKEN);
   const elsewhere = (await (await svc.fetch("/admin/organizations", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()).find((o: { name: string }) => o.name === "elsewhere").id;
