@@ -17,6 +17,10 @@ import { genvendorCountTokens } from "./genvendor-count-tokens";
 import { interactions } from "./interactions";
 import { messages } from "./messages";
 import { responses } from "./responses";
+import { messageBatches } from "./message-batches";
+import { genvendorFiles } from "./genvendor-files";
+import { cachedContents } from "./cached-contents";
+import { genvendorBatches } from "./genvendor-batches";
 import type { ProtocolSpec } from "./spec";
 
 export type { ProtocolCodec, ProtocolRoute, ProtocolSpec, StreamEvent, Usage } from "./spec";
@@ -26,7 +30,7 @@ export { defineProtocol } from "./spec";
  * The wire protocols the gateway serves, one module each; adding a protocol is its
  * module plus one line here. The order is the order `Router.protocolsOf` lists them in.
  */
-export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens, images, imageEdits, speech, transcriptions, translations, moderations, files, batches] as const;
+export const PROTOCOL_SPECS = [chat, messages, responses, generateContent, interactions, embeddings, countTokens, embedContent, batchEmbedContents, genvendorCountTokens, images, imageEdits, speech, transcriptions, translations, moderations, files, batches, messageBatches, genvendorFiles, cachedContents, genvendorBatches] as const;
 
 /** Wire protocols of the model surfaces (one per surface family, named after the surface). */
 export type Protocol = (typeof PROTOCOL_SPECS)[number]["name"];
