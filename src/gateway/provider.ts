@@ -25,7 +25,7 @@ export interface UpstreamRequest {
    * `/{id}`, `/{id}/cancel`, `/{id}/input_items`, `/input_tokens`): the method, the path
    * appended to the protocol's path, and the client's query string (without `?`).
    */
-  resource?: { method: "GET" | "POST" | "DELETE"; path: string; query?: string };
+  resource?: { method: "GET" | "POST" | "PATCH" | "DELETE"; path: string; query?: string };
   /** A stream the client asked for as one JSON array (generateContent without `alt=sse`) instead of SSE. */
   streamFormat?: "json-array";
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */

@@ -13,6 +13,8 @@ import { DEFAULT_MODERATION_MODEL } from "./protocols/moderations";
 import type { ModelInPathRoute } from "./protocols/spec";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
 import { storedResourceRoutes } from "./stored-resources";
+import { msgvendorResourceRoutes } from "./msgvendor-resources";
+import { createGenvendorBatch, genvendorPlacement, genvendorResourceRoutes } from "./genvendor-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -142,7 +144,7 @@ export function gatewayRoutes(s: Services) {
     if (inPath.length) {
       app.post(
         `${v}/models/:call`,
-        ({ body, params, request, auth, requestId, startedAt }) => {
+        async ({ body, params, request, auth, requestId, startedAt }) => {
           const call = params.call;
           const colon = call.lastIndexOf(":");
           const action = colon < 0 ? "" : call.slice(colon + 1);
@@ -151,7 +153,10 @@ export function gatewayRoutes(s: Services) {
           const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
           if (inPath.length > 1) target.valid(body);
           target.check?.(body);
-          return g.forwardPathModel(target.name, { request, auth, requestId, startedAt }, model, target.stream, body);
+          const inc = { request, auth, requestId, startedAt };
+          // Resources (genvendor-resources.ts): a batch is created where its model and files are; a request naming a cache or files goes where they are.
+          if (target.name === "genvendor-batches") return createGenvendorBatch(g, inc, model, body);
+          return g.forwardPathModel(target.name, inc, model, target.stream, body, await genvendorPlacement(g, inc, target.name, model, target.stream, body));
         },
         {
           body: inPath.length === 1 ? inPath[0].body : t.Union(inPath.map((r) => r.body)),
@@ -179,7 +184,7 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, operationId: id("getInteraction"), ...responds({ 200: Interaction }, [404, 502, 503, 504]), summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(responsesLifecycleRoutes(g)).use(storedResourceRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+  return app.use(responsesLifecycleRoutes(g)).use(storedResourceRoutes(g)).use(msgvendorResourceRoutes(g)).use(genvendorResourceRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }
 
 /**
