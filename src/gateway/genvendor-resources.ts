@@ -160,7 +160,6 @@ export function genvendorResourceRoutes(g: Gateway) {
     const res = await store.call(inc, provider, "genvendor-files", { body: text || "{}" }, undefined, { keep: [...UPLOAD_STATE, "x-goog-upload-url"] });
     const upstream = res.headers.get("x-goog-upload-url");
     if (!res.ok || upstream === null) return res;
-    res.headers.delete("x-goog-upload-url");
     let query: string;
     try {
       query = new URL(upstream).search.slice(1);
@@ -169,8 +168,13 @@ export function genvendorResourceRoutes(g: Gateway) {
     }
     const token = `upload-${crypto.randomUUID()}`;
     await store.remember(inc, UPLOAD, provider, token, { query });
-    res.headers.set("x-goog-upload-url", `${new URL(inc.request.url).origin}/upload/v1beta/files?upload_id=${token}`);
-    return res;
+    const headers = new Headers(res.headers);
+    headers.set("x-goog-upload-url", `${new URL(inc.request.url).origin}/upload/v1beta/files?upload_id=${token}`);
+    headers.set("content-type", "application/json");
+    headers.delete("content-length");
+    // The upstream answers the start with an empty body (whatever its type says): `{}` here, one JSON answer for both steps.
+    await res.body?.cancel();
+    return new Response("{}", { status: res.status, headers });
   }
 
   /** Resumable upload, the bytes (`upload`, `upload, finalize`): streamed to the upstream's upload URL, within the body limit. */
@@ -220,7 +224,7 @@ export function genvendorResourceRoutes(g: Gateway) {
     .use(requestContext)
     .post(
       "/upload/v1beta/files",
-      ({ query, request, auth, requestId, startedAt }) => {
+      async ({ query, request, auth, requestId, startedAt }) => {
         const inc = { request, auth, requestId, startedAt };
         return typeof query.upload_id === "string" ? sendBytes(inc, query.upload_id) : startUpload(inc);
       },
@@ -229,6 +233,7 @@ export function genvendorResourceRoutes(g: Gateway) {
         detail: {
           tags,
           operationId: "uploadGenvendorFile",
+          // The start answers `{}` (its result is the upload URL header), the last step `{file}`.
           ...responds({ 200: t.Object({ file: t.Optional(Obj) }, { additionalProperties: true }) }, [400, 404, 413, 502, 503, 504]),
           summary: "Upload a file (resumable)",
           description:
@@ -236,7 +241,7 @@ export function genvendorResourceRoutes(g: Gateway) {
         },
       },
     )
-    .get("/v1beta/files", ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, FILE, "files", query), {
+    .get("/v1beta/files", async ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, FILE, "files", query), {
       query: PageQuery,
       detail: { tags, operationId: "listGenvendorFiles", ...responds({ 200: t.Object({ files: t.Array(Obj) }, { additionalProperties: true }) }, []), summary: "List files", description: "This organization's files, newest first." },
     })
@@ -281,7 +286,7 @@ export function genvendorResourceRoutes(g: Gateway) {
       },
       { body: CachedContentBody, detail: { tags, operationId: "createCachedContent", ...responds({ 200: Obj }, [400, 404, 502, 503, 504]), summary: "Create cached content", description: "At the provider the model routes to (the one holding the files it names); a generateContent naming the cache goes there." } },
     )
-    .get("/v1beta/cachedContents", ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, CACHE, "cachedContents", query), {
+    .get("/v1beta/cachedContents", async ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, CACHE, "cachedContents", query), {
       query: PageQuery,
       detail: { tags, operationId: "listCachedContents", ...responds({ 200: t.Object({ cachedContents: t.Array(Obj) }, { additionalProperties: true }) }, []), summary: "List cached contents", description: "This organization's caches, newest first, as last read." },
     })
@@ -313,7 +318,7 @@ export function genvendorResourceRoutes(g: Gateway) {
       },
       { params: Name, detail: { tags, operationId: "deleteCachedContent", ...responds({ 200: t.Object({}) }, [404, 502, 503, 504]), summary: "Delete cached content", description: "At the provider that holds it; 404 for another organization's cache." } },
     )
-    .get("/v1beta/batches", ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, BATCH, "operations", query), {
+    .get("/v1beta/batches", async ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, BATCH, "operations", query), {
       query: PageQuery,
       detail: { tags, operationId: "listGenvendorBatches", ...responds({ 200: t.Object({ operations: t.Array(Obj) }, { additionalProperties: true }) }, []), summary: "List batches", description: "This organization's batches, newest first, as last read." },
     })
