@@ -10,11 +10,11 @@ import { clientHeader, definePlugin, httpProvider, Type, type UpstreamRequest } 
  * there unchanged, no translation by the gateway. What that endpoint does not implement
  * is refused up front with the reason (see `chatGaps`).
  */
-/** Protocols Anthropic serves; message batches are a resource API (src/gateway/msgvendor-resources.ts). */
-const SERVES = ["messages", "chat", "count_tokens", "message-batches"] as const;
+/** Protocols Anthropic serves; message batches and files are resource APIs (src/gateway/msgvendor-resources.ts). */
+const SERVES = ["messages", "chat", "count_tokens", "message-batches", "msgvendor-files"] as const;
 
 /** Path per protocol (appended to the base URL). */
-const PATHS: Record<string, string> = { chat: "/v1/chat/completions", count_tokens: "/v1/messages/count_tokens", "message-batches": "/v1/messages/batches" };
+const PATHS: Record<string, string> = { chat: "/v1/chat/completions", count_tokens: "/v1/messages/count_tokens", "message-batches": "/v1/messages/batches", "msgvendor-files": "/v1/files" };
 
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-api-key`" }),
@@ -35,7 +35,7 @@ const ConfigSchema = Type.Object({
 export default definePlugin({
   kind: "model",
   name: "anthropic",
-  description: "Anthropic (messages protocol, message batches)",
+  description: "Anthropic (messages protocol, message batches, files)",
   serves: [...SERVES],
   catalog: { modelsDev: "anthropic", prices: "anthropic" },
   enabledBy: "ANTHROPIC_API_KEY",

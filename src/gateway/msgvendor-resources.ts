@@ -1,16 +1,28 @@
 import { Elysia, t } from "elysia";
+import { rawBodies } from "../http/body";
 import { requestContext } from "../http/core";
+import { ApiError } from "../http/errors";
 import { binary, responds } from "../openapi/declare";
 import { meterBatch, withMeteredBody } from "./batch-metering";
 import type { Gateway, Incoming } from "./gateway";
 import { MessageBatchCreateBody, messageBatchLine } from "./protocols/message-batches";
+import type { Protocol } from "./protocols";
 import { ResourceStore, type StoredRow } from "./resource-store";
+import type { Candidate } from "./router";
+import { spoolUpload } from "./upload";
 
 /**
  * Message batches (Anthropic style) passed through to the provider that holds each one
  * (see ResourceStore for the isolation between organizations): create, retrieve, list,
  * results (JSONL, streamed and metered at batch prices the first time they are read
  * whole), cancel, delete.
+ *
+ * Files (beta) share `/v1/files` with OpenAI's: a request carrying `anthropic-version`
+ * is handed here by the OpenAI routes (msgvendorFiles).
+ *
+ * Threat: a message (or a batch's request) naming another organization's file by its
+ * `file_id`: the upstream, whose account every organization shares, would read it. Every
+ * file named must be this organization's, and the request goes to the provider holding it.
  *
  * Threat: a batch object carries `results_url`, the upstream's own address; an SDK
  * follows it with the gateway key attached, to a host that is not the gateway. Every
@@ -23,7 +35,88 @@ const Batch = t.Object({ id: t.String(), type: t.Literal("message_batch") }, { a
 const List = t.Object({ data: t.Array(Batch), has_more: t.Boolean(), first_id: t.Union([t.String(), t.Null()]), last_id: t.Union([t.String(), t.Null()]) });
 const ListQuery = t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })), after_id: t.Optional(t.String({ maxLength: 256 })) }, { additionalProperties: true });
 
+const FILE = "msgvendor-file";
 const notFound = (id: string) => `message batch '${id.slice(0, 200)}' not found`;
+const fileNotFound = (id: string) => `File not found: ${id.slice(0, 200)}`;
+
+/** Every `file_id` a JSON body names, however deep. */
+export function fileIds(body: unknown): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown, depth: number) => {
+    if (depth > 64 || v === null || typeof v !== "object") return;
+    if (Array.isArray(v)) for (const x of v) walk(x, depth + 1);
+    else for (const [k, x] of Object.entries(v)) k === "file_id" && typeof x === "string" ? out.add(x) : walk(x, depth + 1);
+  };
+  walk(body, 0);
+  return [...out];
+}
+
+/** The provider holding every file `body` names (undefined when it names none); the vendor's 404 for a file this organization did not upload. */
+async function holderOfFiles(store: ResourceStore, inc: Incoming, body: unknown): Promise<string | undefined> {
+  let holder: string | undefined;
+  for (const id of fileIds(body)) {
+    const row = await store.remembered(inc, FILE, id, fileNotFound(id));
+    if (holder !== undefined && holder !== row.provider) throw new ApiError(400, "the request names files held by different providers");
+    holder = row.provider;
+  }
+  return holder;
+}
+
+/**
+ * The candidates for a message (or token count) naming files of this organization: only
+ * the provider that holds them (see the threat above). Undefined when it names none.
+ */
+/** Whether a request's body may name files (cheap: most messages do not mention `file_id`). */
+export function mentionsFiles(request: Request): boolean {
+  return rawBodies.get(request)?.includes("file_id") ?? true;
+}
+
+export async function msgvendorPlacement(g: Gateway, inc: Incoming, protocol: Protocol, body: Record<string, unknown> & { model: string }): Promise<Candidate[] | undefined> {
+  if (!mentionsFiles(inc.request)) return undefined;
+  const holder = await holderOfFiles(new ResourceStore(g), inc, body);
+  if (holder === undefined) return undefined;
+  const compat = g.compat(protocol, inc, body.stream === true, body);
+  return g.router.candidates(body.model, protocol, (c) => (c.provider === holder ? compat(c) : `provider ${c.provider} does not hold the files this request names (provider ${holder} does)`));
+}
+
+/** Files (beta) at `/v1/files`, for requests the OpenAI file routes hand over (those carrying `anthropic-version`). */
+export function msgvendorFiles(g: Gateway) {
+  const store = new ResourceStore(g);
+  const find = (inc: Incoming, id: string) => store.remembered(inc, FILE, id, fileNotFound(id));
+  return {
+    claims: (request: Request) => request.headers.has("anthropic-version"),
+    async upload(inc: Incoming): Promise<Response> {
+      const provider = store.target(inc, "msgvendor-files", "files");
+      const upload = await spoolUpload(inc.request, g.s.config.bodyLimitBytes, []);
+      try {
+        return await store.call(inc, provider, "msgvendor-files", { upload: { body: upload.body(""), contentType: upload.contentType } }, (json) => store.remember(inc, FILE, provider, json.id, json));
+      } finally {
+        void upload.remove();
+      }
+    },
+    async list(inc: Incoming, query: Record<string, unknown>) {
+      const limit = Math.min(Number(query.limit ?? 20) || 20, 1000);
+      const after = typeof query.after_id === "string" ? await find(inc, query.after_id) : undefined;
+      const rows = await store.list(inc, FILE, limit, after);
+      const data = rows.slice(0, limit).map((r) => r.object as { id: string });
+      return { data, has_more: rows.length > limit, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null };
+    },
+    async retrieve(inc: Incoming, id: string): Promise<Response> {
+      const row = await find(inc, id);
+      return store.call(inc, row.provider, "msgvendor-files", { resource: { method: "GET", path: `/${encodeURIComponent(id)}` } }, (json) => (json?.id === id ? store.refresh(id, json) : undefined));
+    },
+    async content(inc: Incoming, id: string): Promise<Response> {
+      const row = await find(inc, id);
+      const res = await store.call(inc, row.provider, "msgvendor-files", { resource: { method: "GET", path: `/${encodeURIComponent(id)}/content` } });
+      if (res.ok) res.headers.set("content-type", "application/octet-stream");
+      return res;
+    },
+    async delete(inc: Incoming, id: string): Promise<Response> {
+      const row = await find(inc, id);
+      return store.call(inc, row.provider, "msgvendor-files", { resource: { method: "DELETE", path: `/${encodeURIComponent(id)}` } }, (json) => (json?.type === "file_deleted" ? store.forget(id) : undefined));
+    },
+  };
+}
 
 export function msgvendorResourceRoutes(g: Gateway) {
   const store = new ResourceStore(g);
@@ -47,7 +140,7 @@ export function msgvendorResourceRoutes(g: Gateway) {
       "/v1/messages/batches",
       async ({ body, request, auth, requestId, startedAt }) => {
         const inc = { request, auth, requestId, startedAt };
-        const { provider, upstreamModel } = store.providerForModels(inc, "message-batches", body.requests.map((r) => r.params.model));
+        const { provider, upstreamModel } = store.providerForModels(inc, "message-batches", body.requests.map((r) => r.params.model), await holderOfFiles(store, inc, body));
         // A model a route maps to another upstream id is sent as that id, as for a single message.
         const mapped = body.requests.some((r) => upstreamModel(r.params.model) !== r.params.model);
         const text = JSON.stringify(mapped ? { ...body, requests: body.requests.map((r) => ({ ...r, params: { ...r.params, model: upstreamModel(r.params.model) } })) } : body);

@@ -132,16 +132,17 @@ export class ResourceStore {
   /**
    * The provider of a create that names models (a batch's requests, a cache): the first
    * candidate of the first model that serves `protocol`, which must also be a candidate
-   * of every other model (one batch lives at one provider).
+   * of every other model (one batch lives at one provider); `holder`: the provider that
+   * must serve them all (it holds files the requests name).
    */
-  providerForModels(inc: Incoming, protocol: Protocol, models: string[]): { provider: string; upstreamModel: (model: string) => string } {
+  providerForModels(inc: Incoming, protocol: Protocol, models: string[], holder?: string): { provider: string; upstreamModel: (model: string) => string } {
     if (!models.length) throw new ApiError(400, "the request names no model");
     const byModel = new Map<string, string>();
-    let provider: string | undefined;
+    let provider: string | undefined = holder;
     for (const model of new Set(models)) {
       const candidates = this.g.router.candidates(model, protocol);
       const chosen = provider === undefined ? candidates[0] : candidates.find((c) => c.provider === provider);
-      if (!chosen) throw new ApiError(400, `model '${model.slice(0, 200)}' is not served by provider ${provider}, which serves the batch's other requests; send one batch per provider`);
+      if (!chosen) throw new ApiError(400, `model '${model.slice(0, 200)}' is not served by provider ${provider}, which serves the batch's other requests (or holds its files); send one batch per provider`);
       provider ??= chosen.provider;
       byModel.set(model, chosen.model);
     }

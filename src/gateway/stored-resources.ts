@@ -8,6 +8,7 @@ import type { Protocol } from "./protocols";
 import { BatchCreateBody } from "./protocols/batches";
 import type { UpstreamRequest } from "./provider";
 import { meterBatch, withMeteredBody } from "./batch-metering";
+import { msgvendorFiles } from "./msgvendor-resources";
 import { ResourceStore, type StoredRow } from "./resource-store";
 import { openaiBatchLine } from "./protocols/batches";
 import { spoolUpload } from "./upload";
@@ -22,11 +23,14 @@ type Kind = "file" | "batch";
 const tags = ["model gateway"];
 const Id = t.Object({ id: t.String({ minLength: 1, maxLength: 256 }) });
 const ListQuery = t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 10000 })), after: t.Optional(t.String({ maxLength: 256 })) }, { additionalProperties: true });
-const Obj = t.Object({ id: t.String(), object: t.String() }, { additionalProperties: true });
-const List = t.Object({ object: t.Literal("list"), data: t.Array(Obj), has_more: t.Boolean() }, { additionalProperties: true });
+// OpenAI's shapes, or Anthropic's for its files (no `object`, a `type` instead).
+const Obj = t.Object({ id: t.String(), object: t.Optional(t.String()), type: t.Optional(t.String()) }, { additionalProperties: true });
+const List = t.Object({ object: t.Optional(t.Literal("list")), data: t.Array(Obj), has_more: t.Boolean() }, { additionalProperties: true });
 
 export function storedResourceRoutes(g: Gateway) {
   const store = new ResourceStore(g);
+  // Anthropic's files share these paths; its SDK's requests carry `anthropic-version` (msgvendor-resources.ts).
+  const anthropic = msgvendorFiles(g);
   const remembered = (inc: Incoming, kind: Kind, id: string) => store.remembered(inc, kind, id, `No such ${kind === "file" ? "File" : "Batch"} object: ${id}`);
   const remember = (inc: Incoming, kind: Kind, provider: string, object: any) => store.remember(inc, kind, provider, object?.id, object);
   const call = (inc: Incoming, provider: string, protocol: Protocol, req: Partial<UpstreamRequest>, seen?: (json: any) => unknown) => store.call(inc, provider, protocol, req, seen);
@@ -75,6 +79,7 @@ export function storedResourceRoutes(g: Gateway) {
       "/v1/files",
       async ({ request, auth, requestId, startedAt }) => {
         const inc = { request, auth, requestId, startedAt };
+        if (anthropic.claims(request)) return anthropic.upload(inc);
         const provider = store.target(inc, "files", "files");
         const upload = await spoolUpload(request, g.s.config.bodyLimitBytes, ["purpose"]);
         try {
@@ -85,11 +90,11 @@ export function storedResourceRoutes(g: Gateway) {
       },
       { detail: { tags, operationId: "createFile", requestBody: { required: true, content: { "multipart/form-data": { schema: t.Object({ file: t.String({ format: "binary" }), purpose: t.String() }) } } }, ...responds({ 200: Obj }, [400, 413, 502, 503, 504]), summary: "Upload a file", description: "Streams the upload to the provider named by `x-gateway-provider`, else the first that serves files; the id is remembered with this organization." } },
     )
-    .get("/v1/files", ({ query, request, auth, requestId, startedAt }) => list({ request, auth, requestId, startedAt }, "file", query), {
+    .get("/v1/files", async ({ query, request, auth, requestId, startedAt }) => (anthropic.claims(request) ? anthropic.list({ request, auth, requestId, startedAt }, query) : list({ request, auth, requestId, startedAt }, "file", query)), {
       query: ListQuery,
       detail: { tags, operationId: "listFiles", ...responds({ 200: List }, []), summary: "List files", description: "This organization's files, newest first." },
     })
-    .get("/v1/files/:id", ({ params, request, auth, requestId, startedAt }) => readFile({ request, auth, requestId, startedAt }, params.id), {
+    .get("/v1/files/:id", async ({ params, request, auth, requestId, startedAt }) => (anthropic.claims(request) ? anthropic.retrieve : readFile)({ request, auth, requestId, startedAt }, params.id), {
       params: Id,
       detail: { tags, operationId: "retrieveFile", ...responds({ 200: Obj }, [404, 502, 503, 504]), summary: "Retrieve a file", description: "From the provider that holds it; 404 for another organization's id." },
     })
@@ -97,6 +102,7 @@ export function storedResourceRoutes(g: Gateway) {
       "/v1/files/:id/content",
       async ({ params, request, auth, requestId, startedAt }) => {
         const inc = { request, auth, requestId, startedAt };
+        if (anthropic.claims(request)) return anthropic.content(inc, params.id);
         return content(inc, await remembered(inc, "file", params.id));
       },
       { params: Id, detail: { tags, operationId: "retrieveFileContent", ...responds({ 200: binary("The file's bytes, streamed", "application/octet-stream") }, [404, 502, 503, 504]), summary: "A file's content", description: "Streamed from the provider that holds it; 404 for another organization's id." } },
@@ -105,6 +111,7 @@ export function storedResourceRoutes(g: Gateway) {
       "/v1/files/:id",
       async ({ params, request, auth, requestId, startedAt }) => {
         const inc = { request, auth, requestId, startedAt };
+        if (anthropic.claims(request)) return anthropic.delete(inc, params.id);
         const row = await remembered(inc, "file", params.id);
         return call(inc, row.provider, "files", { resource: { method: "DELETE", path: `/${encodeURIComponent(params.id)}` } }, (json) =>
           json.deleted === true ? store.forget(params.id) : undefined,

@@ -80,6 +80,33 @@ export function startVendorResourcesUpstream(): VendorResourcesUpstream {
         return json(b.object);
       }
 
+      // Anthropic-style files (beta) and a message naming one.
+      if (path === "/v1/files" && req.method === "POST") {
+        const form = await new Response(bytes, { headers: { "content-type": req.headers.get("content-type") ?? "" } }).formData();
+        const part = form.get("file") as File;
+        const id = `file_${++n}`;
+        const content = new Uint8Array(await part.arrayBuffer());
+        const meta = { id, type: "file", filename: part.name, mime_type: part.type || "application/octet-stream", size_bytes: content.byteLength, created_at: new Date().toISOString(), downloadable: true };
+        files.set(id, meta);
+        uploads.set(id, content);
+        return json(meta);
+      }
+      const af = /^\/v1\/files\/(file_[^/]+)(\/content)?$/.exec(path);
+      if (af) {
+        const meta = files.get(af[1]);
+        if (!meta) return notFound(true);
+        if (af[2]) return new Response(uploads.get(af[1]), { headers: { "content-type": meta.mime_type } });
+        if (req.method === "DELETE") {
+          files.delete(af[1]);
+          return json({ id: af[1], type: "file_deleted" });
+        }
+        return json(meta);
+      }
+      if (path === "/v1/messages" && req.method === "POST") {
+        const parsed = JSON.parse(body);
+        return json({ id: `msg_${++n}`, type: "message", role: "assistant", model: parsed.model, content: [{ type: "text", text: "read it" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 20, output_tokens: 3 } });
+      }
+
       // Generative-vendor resumable uploads.
       if (path === "/upload/v1beta/files" && req.method === "POST") {
         const session = u.searchParams.get("upload_id");

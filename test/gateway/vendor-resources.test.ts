@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Anthropic from "@anthropic-ai/sdk";
+import Anthropic, { toFile } from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import { startTestService, type TestService } from "../helpers/service";
 import { usageOf } from "./helpers";
@@ -114,6 +114,36 @@ describe("message batches (Anthropic SDK)", () => {
     const status = await statusOf(anthropic.messages.batches.create({ requests: [{ custom_id: "a", params: { model: "no-such-model-x", max_tokens: 1, messages: [{ role: "user", content: "x" }] } }] }));
     expect(status).toBe(404);
     expect(up.requests.length).toBe(before);
+  });
+});
+
+describe("files, beta (Anthropic SDK)", () => {
+  test("upload, metadata, list, download, a message naming the file; another organization gets 404 (a message naming it too); delete", async () => {
+    const anthropic = new Anthropic({ baseURL: svc.url, apiKey: key.key, maxRetries: 0 });
+    const other = new Anthropic({ baseURL: svc.url, apiKey: otherKey.key, maxRetries: 0 });
+    const file = await anthropic.beta.files.upload({ file: await toFile(Buffer.from("the notes"), "notes.txt", { type: "text/plain" }) });
+    expect(file.id).toMatch(/^file_/);
+    expect(new TextDecoder().decode(up.uploads.get(file.id))).toBe("the notes");
+    expect((await anthropic.beta.files.retrieveMetadata(file.id)).filename).toBe("notes.txt");
+    expect((await anthropic.beta.files.list()).data.map((f) => f.id)).toEqual([file.id]);
+    expect(await (await anthropic.beta.files.download(file.id)).text()).toBe("the notes");
+    const ask = (client: Anthropic) =>
+      client.beta.messages.create({ model: CLAUDE, max_tokens: 10, betas: ["files-api-2025-04-14"], messages: [{ role: "user", content: [{ type: "document", source: { type: "file", file_id: file.id } }, { type: "text", text: "summarize" }] }] });
+    expect((await ask(anthropic)).content).toEqual([{ type: "text", text: "read it" }]);
+    expect(up.requests.at(-1)!.headers.get("anthropic-beta")).toBe("files-api-2025-04-14");
+
+    const before = up.requests.length;
+    for (const [name, attempt] of Object.entries({ metadata: () => other.beta.files.retrieveMetadata(file.id), download: () => other.beta.files.download(file.id), delete: () => other.beta.files.delete(file.id), message: () => ask(other) })) {
+      const status = await statusOf(attempt());
+      expect(`${name} ${status}`).toBe(`${name} 404`);
+    }
+    const raw = await svc.fetch(`/v1/files/${file.id}`, { headers: { "x-api-key": otherKey.key, "anthropic-version": "2023-06-01" } });
+    expect(await raw.json()).toMatchObject({ type: "error", error: { type: "not_found_error" } });
+    expect((await other.beta.files.list()).data).toEqual([]);
+    expect(up.requests.length).toBe(before);
+
+    expect((await anthropic.beta.files.delete(file.id)).type).toBe("file_deleted");
+    expect(await statusOf(anthropic.beta.files.retrieveMetadata(file.id))).toBe(404);
   });
 });
 
