@@ -3,6 +3,7 @@ import { chunksWithin, rawBodies, readBodyText } from "../http/body";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import { binary, responds } from "../openapi/declare";
+import type { DocumentPath } from "../openapi/paths";
 import { BatchTotals, meterBatch, withMeteredBody } from "./batch-metering";
 import type { Gateway, Incoming } from "./gateway";
 import { CachedContentBody } from "./protocols/cached-contents";
@@ -132,6 +133,12 @@ function limitedBody(request: Request, limit: number): { stream: ReadableStream<
   });
   return { stream, failure: () => failure };
 }
+
+/** Router paths whose one parameter carries an id and a method (`{id}:cancel`), published as the paths clients call. */
+export const genvendorDocumentPaths: Record<string, DocumentPath[]> = {
+  "/v1beta/batches/{call}": [{ path: "/v1beta/batches/{id}:cancel", params: { id: "The batch's id (its name without `batches/`)" } }],
+  "/download/v1beta/files/{call}": [{ path: "/download/v1beta/files/{id}:download", params: { id: "The file's id (its name without `files/`)" } }],
+};
 
 export function genvendorResourceRoutes(g: Gateway) {
   const store = new ResourceStore(g);

@@ -14,7 +14,7 @@ import type { ModelInPathRoute } from "./protocols/spec";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
 import { storedResourceRoutes } from "./stored-resources";
 import { mentionsFiles, msgvendorPlacement, msgvendorResourceRoutes } from "./msgvendor-resources";
-import { createGenvendorBatch, genvendorPlacement, genvendorResourceRoutes } from "./genvendor-resources";
+import { createGenvendorBatch, genvendorDocumentPaths, genvendorPlacement, genvendorResourceRoutes } from "./genvendor-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -66,6 +66,7 @@ export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromE
     ];
   }),
   ["/v1/models/*", [{ path: "/v1/models/{id_or_name}", params: { id_or_name: "Model id, catalog display name, or `<provider>/<model>`" } }]],
+  ...Object.entries(genvendorDocumentPaths),
 ]);
 const NO_OPTIONS = {};
 

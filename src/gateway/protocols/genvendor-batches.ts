@@ -48,7 +48,12 @@ export const genvendorBatches = defineProtocol({
     description:
       "Generative-vendor batches: `{model}:batchGenerateContent` creates a batch at the provider the model routes to (`GET`/`DELETE /v1beta/batches/{id}`, `GET /v1beta/batches`, `POST /v1beta/batches/{id}:cancel` follow it there). Inline results are metered at batch prices the first time the finished batch is read.",
   },
-  surfaces: [{ prefix: "/v1beta/models", pattern: /^\/v1beta\/models\/[^/]+:batchGenerateContent$/ }, { prefix: "/v1beta/batches" }],
+  surfaces: [
+    { prefix: "/v1beta/models", pattern: /^\/v1beta\/models\/[^/]+:batchGenerateContent$/ },
+    // The SDK's default API version, beside the `/v1/models` listing (as generateContent).
+    { prefix: "/v1/models", pattern: /^\/v1\/models\/[^/]+:batchGenerateContent$/ },
+    { prefix: "/v1beta/batches" },
+  ],
   credentials: "genvendor",
   errorFamily: "genvendor",
   spendLimitStatus: 403,
