@@ -150,7 +150,8 @@ export function genvendorResourceRoutes(g: Gateway) {
   /** A page of this organization's rows, in the vendor's list shape (`{<field>: [...], nextPageToken}`). */
   async function page(inc: Incoming, kind: string, field: string, query: { pageSize?: number; pageToken?: string }) {
     const limit = Math.min(query.pageSize ?? 50, 1000);
-    const before = query.pageToken ? await store.remembered(inc, kind, query.pageToken, "invalid pageToken") : undefined;
+    const before = query.pageToken ? await store.find(inc, kind, query.pageToken) : undefined;
+    if (query.pageToken && !before) throw new ApiError(400, "invalid pageToken");
     const rows = await store.list(inc, kind, limit, before);
     const shown = rows.slice(0, limit);
     return { [field]: shown.map((r) => r.object), ...(rows.length > limit ? { nextPageToken: shown[shown.length - 1].id } : {}) };
@@ -250,7 +251,7 @@ export function genvendorResourceRoutes(g: Gateway) {
     )
     .get("/v1beta/files", async ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, FILE, "files", query), {
       query: PageQuery,
-      detail: { tags, operationId: "listGenvendorFiles", ...responds({ 200: t.Object({ files: t.Array(Obj) }, { additionalProperties: true }) }, []), summary: "List files", description: "This organization's files, newest first." },
+      detail: { tags, operationId: "listGenvendorFiles", ...responds({ 200: t.Object({ files: t.Array(Obj) }, { additionalProperties: true }) }, [400]), summary: "List files", description: "This organization's files, newest first." },
     })
     .get(
       "/v1beta/files/:id",
@@ -295,7 +296,7 @@ export function genvendorResourceRoutes(g: Gateway) {
     )
     .get("/v1beta/cachedContents", async ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, CACHE, "cachedContents", query), {
       query: PageQuery,
-      detail: { tags, operationId: "listCachedContents", ...responds({ 200: t.Object({ cachedContents: t.Array(Obj) }, { additionalProperties: true }) }, []), summary: "List cached contents", description: "This organization's caches, newest first, as last read." },
+      detail: { tags, operationId: "listCachedContents", ...responds({ 200: t.Object({ cachedContents: t.Array(Obj) }, { additionalProperties: true }) }, [400]), summary: "List cached contents", description: "This organization's caches, newest first, as last read." },
     })
     .get(
       "/v1beta/cachedContents/:id",
@@ -327,7 +328,7 @@ export function genvendorResourceRoutes(g: Gateway) {
     )
     .get("/v1beta/batches", async ({ query, request, auth, requestId, startedAt }) => page({ request, auth, requestId, startedAt }, BATCH, "operations", query), {
       query: PageQuery,
-      detail: { tags, operationId: "listGenvendorBatches", ...responds({ 200: t.Object({ operations: t.Array(Obj) }, { additionalProperties: true }) }, []), summary: "List batches", description: "This organization's batches, newest first, as last read." },
+      detail: { tags, operationId: "listGenvendorBatches", ...responds({ 200: t.Object({ operations: t.Array(Obj) }, { additionalProperties: true }) }, [400]), summary: "List batches", description: "This organization's batches, newest first, as last read." },
     })
     .get(
       "/v1beta/batches/:id",

@@ -160,7 +160,7 @@ export function msgvendorResourceRoutes(g: Gateway) {
         const data = rows.slice(0, limit).map((r) => outward(inc)(r.object));
         return { data, has_more: rows.length > limit, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null };
       },
-      { query: ListQuery, detail: { tags, operationId: "listMessageBatches", ...responds({ 200: List }, []), summary: "List message batches", description: "This organization's batches, newest first, as last read." } },
+      { query: ListQuery, detail: { tags, operationId: "listMessageBatches", ...responds({ 200: List }, [404]), summary: "List message batches", description: "This organization's batches, newest first, as last read." } },
     )
     .get(
       "/v1/messages/batches/:id",

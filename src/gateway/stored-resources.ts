@@ -92,7 +92,7 @@ export function storedResourceRoutes(g: Gateway) {
     )
     .get("/v1/files", async ({ query, request, auth, requestId, startedAt }) => (anthropic.claims(request) ? anthropic.list({ request, auth, requestId, startedAt }, query) : list({ request, auth, requestId, startedAt }, "file", query)), {
       query: ListQuery,
-      detail: { tags, operationId: "listFiles", ...responds({ 200: List }, []), summary: "List files", description: "This organization's files, newest first." },
+      detail: { tags, operationId: "listFiles", ...responds({ 200: List }, [404]), summary: "List files", description: "This organization's files, newest first (404 for an `after` / `after_id` it does not know)." },
     })
     .get("/v1/files/:id", async ({ params, request, auth, requestId, startedAt }) => (anthropic.claims(request) ? anthropic.retrieve : readFile)({ request, auth, requestId, startedAt }, params.id), {
       params: Id,
@@ -132,7 +132,7 @@ export function storedResourceRoutes(g: Gateway) {
     )
     .get("/v1/batches", ({ query, request, auth, requestId, startedAt }) => list({ request, auth, requestId, startedAt }, "batch", query), {
       query: ListQuery,
-      detail: { tags, operationId: "listBatches", ...responds({ 200: List }, []), summary: "List batches", description: "This organization's batches, newest first, as last read." },
+      detail: { tags, operationId: "listBatches", ...responds({ 200: List }, [404]), summary: "List batches", description: "This organization's batches, newest first, as last read." },
     })
     .get("/v1/batches/:id", ({ params, request, auth, requestId, startedAt }) => readBatch({ request, auth, requestId, startedAt }, params.id), {
       params: Id,
