@@ -138,6 +138,10 @@ function limitedBody(request: Request, limit: number): { stream: ReadableStream<
 export const genvendorDocumentPaths: Record<string, DocumentPath[]> = {
   "/v1beta/batches/{call}": [{ path: "/v1beta/batches/{id}:cancel", params: { id: "The batch's id (its name without `batches/`)" } }],
   "/download/v1beta/files/{call}": [{ path: "/download/v1beta/files/{id}:download", params: { id: "The file's id (its name without `files/`)" } }],
+  "/v1beta/files/{id}": [
+    { path: "/v1beta/files/{id}", params: { id: "The file's id (its name without `files/`)" } },
+    { path: "/v1beta/files/{id}:download", methods: ["get"], operationId: "downloadGenvendorFileV1beta", summary: "Download a file (the SDK's path)", params: { id: "The file's id (its name without `files/`)" }, declared: responds({ 200: binary("The file's bytes, streamed", "application/octet-stream") }, [404, 502, 503, 504]) },
+  ],
 };
 
 export function genvendorResourceRoutes(g: Gateway) {
@@ -257,10 +261,12 @@ export function genvendorResourceRoutes(g: Gateway) {
       "/v1beta/files/:id",
       async ({ params, request, auth, requestId, startedAt }) => {
         const inc = { request, auth, requestId, startedAt };
+        // The vendor's SDK downloads at `files/{id}:download` under the API version, beside `/download/...`.
+        if (params.id.endsWith(":download")) return download(inc, await file(inc, `files/${params.id.slice(0, -":download".length)}`));
         const row = await file(inc, `files/${params.id}`);
         return store.call(inc, row.provider, "genvendor-files", { resource: { method: "GET", path: `/${encodeURIComponent(params.id)}` } }, refreshed(row.id));
       },
-      { params: Name, detail: { tags, operationId: "getGenvendorFile", ...responds({ 200: Obj }, [404, 502, 503, 504]), summary: "Get a file", description: "From the provider that holds it; 404 for another organization's file." } },
+      { params: Name, detail: { tags, operationId: "getGenvendorFile", ...responds({ 200: Obj }, [404, 502, 503, 504]), summary: "Get a file", description: "From the provider that holds it; 404 for another organization's file. `files/{id}:download?alt=media` downloads it (as `/download/v1beta/files/{id}:download`)." } },
     )
     .delete(
       "/v1beta/files/:id",

@@ -35,7 +35,7 @@ export function startVendorResourcesUpstream(): VendorResourcesUpstream {
   const sessions = new Map<string, { displayName: string; mimeType: string }>();
   const files = new Map<string, any>();
   const caches = new Map<string, any>();
-  const gBatches = new Map<string, { op: any; requests: any[]; reads: number }>();
+  const gBatches = new Map<string, { op: any; requests: any[]; reads: number; toFile?: boolean }>();
   let n = 0;
   const server = Bun.serve({
     port: 0,
@@ -174,9 +174,11 @@ export function startVendorResourcesUpstream(): VendorResourcesUpstream {
       if (gm) {
         const parsed = JSON.parse(body);
         const name = `batches/b${++n}`;
-        const inline = parsed.batch?.inputConfig?.requests?.requests ?? [];
+        const inputFile = parsed.batch?.inputConfig?.fileName;
+        const fromFile = typeof inputFile === "string" ? new TextDecoder().decode(uploads.get(inputFile)).trim().split("\n").map((l) => JSON.parse(l)) : undefined;
+        const inline = fromFile ?? parsed.batch?.inputConfig?.requests?.requests ?? [];
         const op = { name, metadata: { "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch", model: `models/${gm[1]}`, displayName: parsed.batch?.displayName ?? "", state: "BATCH_STATE_PENDING", createTime: new Date().toISOString() } };
-        gBatches.set(name, { op, requests: inline, reads: 0 });
+        gBatches.set(name, { op, requests: inline, reads: 0, toFile: fromFile !== undefined });
         return json(op);
       }
       const gb = /^\/v1beta\/batches\/([^/:]+)(:cancel)?$/.exec(path);
@@ -194,7 +196,16 @@ export function startVendorResourcesUpstream(): VendorResourcesUpstream {
         }
         if (b.op.metadata.state === "BATCH_STATE_PENDING") {
           const model = b.op.metadata.model.replace(/^models\//, "");
-          const inlinedResponses = { inlinedResponses: b.requests.map((r: any) => ({ metadata: r.metadata, response: { candidates: [{ content: { role: "model", parts: [{ text: "ok" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: USAGE.input, candidatesTokenCount: USAGE.output, totalTokenCount: USAGE.input + USAGE.output }, modelVersion: model } })) };
+          const response = { candidates: [{ content: { role: "model", parts: [{ text: "ok" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: USAGE.input, candidatesTokenCount: USAGE.output, totalTokenCount: USAGE.input + USAGE.output }, modelVersion: model };
+          if (b.toFile) {
+            // Results of a file batch: a JSONL file of {key, response}.
+            const results = `files/r${++n}`;
+            uploads.set(results, new TextEncoder().encode(b.requests.map((r: any) => JSON.stringify({ key: r.key, response })).join("\n") + "\n"));
+            files.set(results, { name: results, mimeType: "application/jsonl", state: "ACTIVE" });
+            b.op = { ...b.op, metadata: { ...b.op.metadata, state: "BATCH_STATE_SUCCEEDED", output: { responsesFile: results } }, done: true, response: { responsesFile: results } };
+            return json(b.op);
+          }
+          const inlinedResponses = { inlinedResponses: b.requests.map((r: any) => ({ metadata: r.metadata, response })) };
           b.op = {
             ...b.op,
             metadata: { ...b.op.metadata, state: "BATCH_STATE_SUCCEEDED", endTime: new Date().toISOString(), output: { inlinedResponses } },

@@ -216,6 +216,37 @@ describe("generative-vendor files, cached contents and batches (@google/genai)",
     expect(await statusOf(ai.batches.get({ name: job.name! }))).toBe(404);
   });
 
+  test("a batch on an uploaded JSONL file: its results file is downloaded through the SDK and metered once; another organization can neither run a batch on the file nor read the results", async () => {
+    const mine = await svc.key(await svc.org());
+    const ai = new GoogleGenAI({ apiKey: mine.key, httpOptions: { baseUrl: svc.url } });
+    const other = new GoogleGenAI({ apiKey: otherKey.key, httpOptions: { baseUrl: svc.url } });
+    const jsonl = [1, 2, 3].map((i) => JSON.stringify({ key: `k${i}`, request: { contents: [{ role: "user", parts: [{ text: `q${i}` }] }] } })).join("\n") + "\n";
+    const input = await ai.files.upload({ file: new Blob([jsonl], { type: "application/jsonl" }), config: { mimeType: "application/jsonl" } });
+    expect(await statusOf(other.batches.create({ model: GEMINI, src: input.name! }))).toBe(404);
+
+    const job = await ai.batches.create({ model: GEMINI, src: input.name! });
+    const done = await ai.batches.get({ name: job.name! });
+    expect(done.state).toBe("JOB_STATE_SUCCEEDED");
+    const results = done.dest!.fileName!;
+    expect(results).toMatch(/^files\//);
+    expect((await svc.fetch(`/v1beta/${results}:download?alt=media`, { headers: { "x-goog-api-key": otherKey.key } })).status).toBe(404);
+
+    const path = join(tmpdir(), `gw-batch-results-${crypto.randomUUID()}.jsonl`);
+    await ai.files.download({ file: results, downloadPath: path });
+    try {
+      const lines = (await Bun.file(path).text()).trim().split("\n").map((l) => JSON.parse(l));
+      expect(lines.map((l) => l.key)).toEqual(["k1", "k2", "k3"]);
+    } finally {
+      await Bun.file(path).delete();
+    }
+    const rows = await rowsOf(mine.id, "genvendor-batches");
+    expect(rows.map((r) => [r.inputTokens, r.outputTokens])).toEqual([[3 * USAGE.input, 3 * USAGE.output]]);
+    expect(Number(rows[0].cost)).toBeCloseTo(3 * geminiBatchCost, 12);
+    // Downloaded again (the vendor's other path): billed once.
+    expect((await svc.fetch(`/download/v1beta/${results}:download?alt=media`, { headers: { "x-goog-api-key": mine.key } })).status).toBe(200);
+    expect(await rowsOf(mine.id, "genvendor-batches")).toHaveLength(1);
+  });
+
   test("an upload session is the organization's own: another one cannot send bytes to it", async () => {
     const start = await svc.fetch("/upload/v1beta/files", {
       method: "POST",
