@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Anthropic, { toFile } from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
+import { GoogleGenAI, JobState } from "@google/genai";
 import { startTestService, type TestService } from "../helpers/service";
 import { usageOf } from "./helpers";
 import { startVendorResourcesUpstream, USAGE, type VendorResourcesUpstream } from "./vendor-resources-upstream";
@@ -129,7 +129,7 @@ describe("files, beta (Anthropic SDK)", () => {
     expect(await (await anthropic.beta.files.download(file.id)).text()).toBe("the notes");
     const ask = (client: Anthropic) =>
       client.beta.messages.create({ model: CLAUDE, max_tokens: 10, betas: ["files-api-2025-04-14"], messages: [{ role: "user", content: [{ type: "document", source: { type: "file", file_id: file.id } }, { type: "text", text: "summarize" }] }] });
-    expect((await ask(anthropic)).content).toEqual([{ type: "text", text: "read it" }]);
+    expect((await ask(anthropic)).content).toMatchObject([{ type: "text", text: "read it" }]);
     expect(up.requests.at(-1)!.headers.get("anthropic-beta")).toBe("files-api-2025-04-14");
 
     const before = up.requests.length;
@@ -175,7 +175,7 @@ describe("generative-vendor files, cached contents and batches (@google/genai)",
     const job = await ai.batches.create({ model: GEMINI, src: [{ contents: [{ role: "user", parts: [{ text: "a" }] }] }, { contents: [{ role: "user", parts: [{ text: "b" }] }] }] });
     expect(job.name).toMatch(/^batches\//);
     const done = await ai.batches.get({ name: job.name! });
-    expect(done.state).toBe("JOB_STATE_SUCCEEDED");
+    expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
     expect(done.dest?.inlinedResponses).toHaveLength(2);
     const rows = await rowsOf(key.id, "genvendor-batches");
     expect(rows.map((r) => [r.inputTokens, r.outputTokens, r.provider])).toEqual([[2 * USAGE.input, 2 * USAGE.output, "gemini"]]);
@@ -226,7 +226,7 @@ describe("generative-vendor files, cached contents and batches (@google/genai)",
 
     const job = await ai.batches.create({ model: GEMINI, src: input.name! });
     const done = await ai.batches.get({ name: job.name! });
-    expect(done.state).toBe("JOB_STATE_SUCCEEDED");
+    expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
     const results = done.dest!.fileName!;
     expect(results).toMatch(/^files\//);
     expect((await svc.fetch(`/v1beta/${results}:download?alt=media`, { headers: { "x-goog-api-key": otherKey.key } })).status).toBe(404);
