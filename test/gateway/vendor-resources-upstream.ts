@@ -64,7 +64,16 @@ export function startVendorResourcesUpstream(): VendorResourcesUpstream {
           const lines = b.requests.map((r) =>
             JSON.stringify({ custom_id: r.custom_id, result: { type: "succeeded", message: { id: `msg_${r.custom_id}`, type: "message", role: "assistant", model: r.params.model, content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: USAGE.input, output_tokens: USAGE.output } } } }),
           );
-          return new Response(lines.join("\n") + "\n", { headers: { "content-type": "application/binary" } });
+          // One line at a time, a few milliseconds apart: a client can stop reading before the end.
+          const stream = new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              const line = lines.shift();
+              if (line === undefined) return controller.close();
+              await Bun.sleep(3);
+              controller.enqueue(new TextEncoder().encode(line + "\n"));
+            },
+          });
+          return new Response(stream, { headers: { "content-type": "application/binary" } });
         }
         if (mb[2] === "/cancel") {
           b.object = { ...b.object, processing_status: "canceling", cancel_initiated_at: new Date().toISOString() };

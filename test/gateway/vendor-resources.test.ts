@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Anthropic, { toFile } from "@anthropic-ai/sdk";
 import { GoogleGenAI, JobState } from "@google/genai";
 import { startTestService, type TestService } from "../helpers/service";
-import { usageOf } from "./helpers";
+import { eventually, usageOf } from "./helpers";
 import { startVendorResourcesUpstream, USAGE, type VendorResourcesUpstream } from "./vendor-resources-upstream";
 
 // Anthropic message batches and the generative vendor's files, cached contents and
@@ -108,7 +108,25 @@ describe("message batches (Anthropic SDK)", () => {
     expect(await statusOf(anthropic.messages.batches.retrieve(batch.id))).toBe(404);
   });
 
-  test("a batch whose models route to different providers, or to none, is refused before reaching an upstream", async () => {
+  test("results the client stops reading early are still metered whole", async () => {
+    const mine = await svc.key(await svc.org());
+    const anthropic = new Anthropic({ baseURL: svc.url, apiKey: mine.key, maxRetries: 0 });
+    const params = { model: CLAUDE, max_tokens: 10, messages: [{ role: "user" as const, content: "hi" }] };
+    const batch = await anthropic.messages.batches.create({ requests: Array.from({ length: 20 }, (_, i) => ({ custom_id: `r${i}`, params })) });
+    await anthropic.messages.batches.retrieve(batch.id);
+    const res = await svc.fetch(`/v1/messages/batches/${batch.id}/results`, { headers: { "x-api-key": mine.key, "anthropic-version": "2023-06-01" } });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain('"custom_id":"r0"');
+    await reader.cancel();
+    const [row] = await eventually(async () => {
+      const rows = await rowsOf(mine.id, "message-batches");
+      return rows.length ? rows : undefined;
+    }, 10_000);
+    expect([row.inputTokens, row.outputTokens]).toEqual([20 * USAGE.input, 20 * USAGE.output]);
+  });
+
+  test("a batch naming a model no provider serves is refused before reaching an upstream", async () => {
     const anthropic = new Anthropic({ baseURL: svc.url, apiKey: key.key, maxRetries: 0 });
     const before = up.requests.length;
     const status = await statusOf(anthropic.messages.batches.create({ requests: [{ custom_id: "a", params: { model: "no-such-model-x", max_tokens: 1, messages: [{ role: "user", content: "x" }] } }] }));
