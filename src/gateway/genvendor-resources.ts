@@ -71,14 +71,18 @@ function placeFor(g: Gateway, inc: Incoming, protocol: "cached-contents" | "genv
   return chosen;
 }
 
+/** Whether a body may name a cache or files (cheap: most requests mention neither). */
+export function mentionsHeld(request: Request): boolean {
+  const raw = rawBodies.get(request);
+  return raw === undefined || raw.includes("cachedContent") || /file_?(uri|name)/i.test(raw);
+}
+
 /**
  * The candidates for a generateContent-family request that names a cache or files of
  * this organization: only the provider that holds them (see the threat above). Undefined
  * when it names none (the model's own routing applies).
  */
 export async function genvendorPlacement(g: Gateway, inc: Incoming, protocol: Protocol, model: string, stream: boolean, body: unknown): Promise<Candidate[] | undefined> {
-  const raw = rawBodies.get(inc.request) ?? "";
-  if (raw && !raw.includes("cachedContent") && !/file_?(uri|name)/i.test(raw)) return undefined;
   const store = new ResourceStore(g);
   let holder = await holderOfFiles(store, inc, body);
   const cached = (body as { cachedContent?: unknown })?.cachedContent;

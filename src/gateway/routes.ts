@@ -14,7 +14,7 @@ import type { ModelInPathRoute } from "./protocols/spec";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
 import { storedResourceRoutes } from "./stored-resources";
 import { mentionsFiles, msgvendorPlacement, msgvendorResourceRoutes } from "./msgvendor-resources";
-import { createGenvendorBatch, genvendorDocumentPaths, genvendorPlacement, genvendorResourceRoutes } from "./genvendor-resources";
+import { createGenvendorBatch, genvendorDocumentPaths, genvendorPlacement, genvendorResourceRoutes, mentionsHeld } from "./genvendor-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -147,7 +147,7 @@ export function gatewayRoutes(s: Services) {
     if (inPath.length) {
       app.post(
         `${v}/models/:call`,
-        async ({ body, params, request, auth, requestId, startedAt }) => {
+        ({ body, params, request, auth, requestId, startedAt }) => {
           const call = params.call;
           const colon = call.lastIndexOf(":");
           const action = colon < 0 ? "" : call.slice(colon + 1);
@@ -159,7 +159,8 @@ export function gatewayRoutes(s: Services) {
           const inc = { request, auth, requestId, startedAt };
           // Resources (genvendor-resources.ts): a batch is created where its model and files are; a request naming a cache or files goes where they are.
           if (target.name === "genvendor-batches") return createGenvendorBatch(g, inc, model, body);
-          return g.forwardPathModel(target.name, inc, model, target.stream, body, await genvendorPlacement(g, inc, target.name, model, target.stream, body));
+          if (!mentionsHeld(request)) return g.forwardPathModel(target.name, inc, model, target.stream, body);
+          return genvendorPlacement(g, inc, target.name, model, target.stream, body).then((held) => g.forwardPathModel(target.name, inc, model, target.stream, body, held));
         },
         {
           body: inPath.length === 1 ? inPath[0].body : t.Union(inPath.map((r) => r.body)),
