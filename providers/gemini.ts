@@ -76,6 +76,9 @@ export default definePlugin({
           const value = req.clientHeaders.get(name);
           if (value) h[name] = value;
         }
+        // The bytes stream through as they arrive: their declared length goes with them (the upload server wants it, not chunked framing).
+        const length = req.clientHeaders.get("content-length");
+        if (req.upload && length && /^\d+$/.test(length)) h["content-length"] = length;
         return h;
       },
     });

@@ -128,6 +128,8 @@ export function startVendorResourcesUpstream(): VendorResourcesUpstream {
         }
         const s = sessions.get(session);
         if (!s) return notFound(false);
+        // As the vendor's upload server: the bytes come with their length, which they must match.
+        if (req.headers.get("content-length") !== String(bytes.byteLength)) return json({ error: { code: 400, message: "content-length missing or wrong", status: "INVALID_ARGUMENT" } }, { status: 400 });
         const name = `files/f${++n}`;
         uploads.set(name, bytes);
         const file = { name, displayName: s.displayName, mimeType: s.mimeType, sizeBytes: String(bytes.byteLength), state: "ACTIVE", uri: `${origin}/v1beta/files/${name.slice(6)}` };
