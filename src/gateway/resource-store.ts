@@ -47,12 +47,12 @@ export class ResourceStore {
   /** Remembers an id at `provider` for this organization; an id already taken stays with its first owner. */
   async remember(inc: Incoming, kind: string, provider: string, id: unknown, object: unknown, keyId = inc.auth.key.id): Promise<void> {
     if (typeof id !== "string" || !id || id.length > MAX_ID) return;
-    await this.db.insert(gatewayStoredResources).values({ id, kind, organizationId: inc.auth.organizationId, keyId, provider, object }).onConflictDoNothing();
+    await this.db.insert(gatewayStoredResources).values({ id, kind, organizationId: inc.auth.organizationId, keyId, provider, object: storable(object) }).onConflictDoNothing();
   }
 
   /** Keeps the upstream's latest object for listings. */
   async refresh(id: string, object: unknown): Promise<void> {
-    await this.db.update(gatewayStoredResources).set({ object }).where(eq(gatewayStoredResources.id, id));
+    await this.db.update(gatewayStoredResources).set({ object: storable(object) }).where(eq(gatewayStoredResources.id, id));
   }
 
   async forget(id: string): Promise<void> {
@@ -157,6 +157,17 @@ export interface CallOptions {
   outliveClient?: boolean;
   /** The JSON the client gets instead of the upstream's (URLs pointing at the upstream rewritten to the gateway). */
   rewrite?: (json: any) => unknown;
+}
+
+/**
+ * The copy of an upstream object kept for listings, with what the database cannot store
+ * (NUL, lone surrogates: a file name or display name echoed from the client) replaced by
+ * U+FFFD, so remembering an id never fails on its object. The client still gets the
+ * upstream's answer as it was sent. JSON.stringify escapes exactly those as `\u....`.
+ */
+function storable(object: unknown): unknown {
+  const text = JSON.stringify(object ?? null);
+  return /\\u(0000|d[89a-f])/i.test(text) ? JSON.parse(text.replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi, "$1\\ufffd")) : object;
 }
 
 /** The client's query string without `?` (undefined when empty). */

@@ -269,7 +269,8 @@ describe("generative-vendor files, cached contents and batches (@google/genai)",
     const start = await svc.fetch("/upload/v1beta/files", {
       method: "POST",
       headers: { "x-goog-api-key": key.key, "content-type": "application/json", "x-goog-upload-protocol": "resumable", "x-goog-upload-command": "start", "x-goog-upload-header-content-length": "3", "x-goog-upload-header-content-type": "text/plain" },
-      body: JSON.stringify({ file: { displayName: "x" } }),
+      // A name the database cannot store as it is (NUL, a lone surrogate): kept for the listing with U+FFFD.
+      body: JSON.stringify({ file: { displayName: "x\u0000y\ud800" } }),
     });
     expect(start.status).toBe(200);
     const url = start.headers.get("x-goog-upload-url")!;
@@ -281,8 +282,11 @@ describe("generative-vendor files, cached contents and batches (@google/genai)",
     const own = await svc.fetch(path, { method: "POST", headers: { "x-goog-api-key": key.key, "x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0" }, body: "abc" });
     expect(own.status).toBe(200);
     expect(own.headers.get("x-goog-upload-status")).toBe("final");
-    const { file } = (await own.json()) as { file: { name: string } };
+    const { file } = (await own.json()) as { file: { name: string; displayName: string } };
+    expect(file.displayName).toBe("x\u0000y\ud800");
     expect(new TextDecoder().decode(up.uploads.get(file.name))).toBe("abc");
+    const listed = (await (await svc.fetch("/v1beta/files", { headers: { "x-goog-api-key": key.key } })).json()) as { files: { name: string; displayName: string }[] };
+    expect(listed.files.find((f) => f.name === file.name)?.displayName).toBe("x\ufffdy\ufffd");
     // The session ends with the upload.
     const again = await svc.fetch(path, { method: "POST", headers: { "x-goog-api-key": key.key, "x-goog-upload-command": "upload, finalize" }, body: "x" });
     expect(again.status).toBe(404);
