@@ -1,5 +1,4 @@
 import { Elysia, t } from "elysia";
-import { rawBodies } from "../http/body";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import { binary, responds } from "../openapi/declare";
@@ -7,7 +6,7 @@ import { meterBatch, withMeteredBody } from "./batch-metering";
 import type { Gateway, Incoming } from "./gateway";
 import { MessageBatchCreateBody, messageBatchLine } from "./protocols/message-batches";
 import type { Protocol } from "./protocols";
-import { ResourceStore, type StoredRow } from "./resource-store";
+import { heldAt, holderOfFileIds, ResourceStore, type StoredRow } from "./resource-store";
 import type { Candidate } from "./router";
 import { spoolUpload } from "./upload";
 
@@ -39,44 +38,17 @@ const FILE = "msgvendor-file";
 const notFound = (id: string) => `message batch '${id.slice(0, 200)}' not found`;
 const fileNotFound = (id: string) => `File not found: ${id.slice(0, 200)}`;
 
-/** Every `file_id` a JSON body names, however deep. */
-export function fileIds(body: unknown): string[] {
-  const out = new Set<string>();
-  const walk = (v: unknown, depth: number) => {
-    if (depth > 64 || v === null || typeof v !== "object") return;
-    if (Array.isArray(v)) for (const x of v) walk(x, depth + 1);
-    else for (const [k, x] of Object.entries(v)) k === "file_id" && typeof x === "string" ? out.add(x) : walk(x, depth + 1);
-  };
-  walk(body, 0);
-  return [...out];
-}
-
-/** The provider holding every file `body` names (undefined when it names none); the vendor's 404 for a file this organization did not upload. */
-async function holderOfFiles(store: ResourceStore, inc: Incoming, body: unknown): Promise<string | undefined> {
-  let holder: string | undefined;
-  for (const id of fileIds(body)) {
-    const row = await store.remembered(inc, FILE, id, fileNotFound(id));
-    if (holder !== undefined && holder !== row.provider) throw new ApiError(400, "the request names files held by different providers");
-    holder = row.provider;
-  }
-  return holder;
-}
+/** The provider holding every Anthropic-style file `body` names, undefined when it names none. */
+const holderOfFiles = (store: ResourceStore, inc: Incoming, body: unknown) => holderOfFileIds(store, inc, body, FILE, fileNotFound);
 
 /**
  * The candidates for a message (or token count) naming files of this organization: only
  * the provider that holds them (see the threat above). Undefined when it names none.
  */
-/** Whether a request's body may name files (cheap: most messages do not mention `file_id`). */
-export function mentionsFiles(request: Request): boolean {
-  return rawBodies.get(request)?.includes("file_id") ?? true;
-}
-
 export async function msgvendorPlacement(g: Gateway, inc: Incoming, protocol: Protocol, body: Record<string, unknown> & { model: string }): Promise<Candidate[] | undefined> {
-  if (!mentionsFiles(inc.request)) return undefined;
   const holder = await holderOfFiles(new ResourceStore(g), inc, body);
   if (holder === undefined) return undefined;
-  const compat = g.compat(protocol, inc, body.stream === true, body);
-  return g.router.candidates(body.model, protocol, (c) => (c.provider === holder ? compat(c) : `provider ${c.provider} does not hold the files this request names (provider ${holder} does)`));
+  return heldAt(g.router.candidates(body.model, protocol, g.compat(protocol, inc, body.stream === true, body)), holder, body.model);
 }
 
 /** Files (beta) at `/v1/files`, for requests the OpenAI file routes hand over (those carrying `anthropic-version`). */

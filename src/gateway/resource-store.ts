@@ -1,8 +1,10 @@
 import { and, desc, eq, lt } from "drizzle-orm";
+import { rawBodies } from "../http/body";
 import { ApiError } from "../http/errors";
 import type { Gateway, Incoming } from "./gateway";
 import type { Protocol } from "./protocols";
 import type { UpstreamRequest } from "./provider";
+import type { Candidate } from "./router";
 import { gatewayStoredResources } from "./schema";
 
 /**
@@ -157,6 +159,47 @@ export interface CallOptions {
   outliveClient?: boolean;
   /** The JSON the client gets instead of the upstream's (URLs pointing at the upstream rewritten to the gateway). */
   rewrite?: (json: any) => unknown;
+}
+
+/** Whether a request's body may name files by `file_id` (cheap: most requests do not mention it). */
+export function mentionsFiles(request: Request): boolean {
+  return rawBodies.get(request)?.includes("file_id") ?? true;
+}
+
+/** Every `file_id` a JSON body names, however deep. */
+export function fileIds(body: unknown): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown, depth: number) => {
+    if (depth > 64 || v === null || typeof v !== "object") return;
+    if (Array.isArray(v)) for (const x of v) walk(x, depth + 1);
+    else for (const [k, x] of Object.entries(v)) k === "file_id" && typeof x === "string" ? out.add(x) : walk(x, depth + 1);
+  };
+  walk(body, 0);
+  return [...out];
+}
+
+/**
+ * The provider holding every file (of `kind`) that `body` names by `file_id`, undefined
+ * when it names none; the vendor's 404 (`notFound`) for a file this organization did not
+ * upload. A request naming another organization's file would have the shared upstream
+ * account read it for this one (see ResourceStore).
+ */
+export async function holderOfFileIds(store: ResourceStore, inc: Incoming, body: unknown, kind: string, notFound: (id: string) => string): Promise<string | undefined> {
+  let holder: string | undefined;
+  for (const id of fileIds(body)) {
+    const row = await store.remembered(inc, kind, id, notFound(id));
+    if (holder !== undefined && holder !== row.provider) throw new ApiError(400, "the request names files held by different providers");
+    holder = row.provider;
+  }
+  return holder;
+}
+
+/** Of `candidates`, those at `holder` (all of them when there is none); a 400 when none is. */
+export function heldAt(candidates: Candidate[], holder: string | undefined, model: string): Candidate[] {
+  if (holder === undefined) return candidates;
+  const kept = candidates.filter((c) => c.provider === holder);
+  if (!kept.length) throw new ApiError(400, `no provider for model '${model.slice(0, 200)}' holds the files this request names (provider ${holder} does)`);
+  return kept;
 }
 
 /**

@@ -12,8 +12,9 @@ import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./proto
 import { DEFAULT_MODERATION_MODEL } from "./protocols/moderations";
 import type { ModelInPathRoute } from "./protocols/spec";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
-import { storedResourceRoutes } from "./stored-resources";
-import { mentionsFiles, msgvendorPlacement, msgvendorResourceRoutes } from "./msgvendor-resources";
+import { openaiFilePlacement, storedResourceRoutes } from "./stored-resources";
+import { msgvendorPlacement, msgvendorResourceRoutes } from "./msgvendor-resources";
+import { mentionsFiles } from "./resource-store";
 import { createGenvendorBatch, genvendorDocumentPaths, genvendorPlacement, genvendorResourceRoutes, mentionsHeld } from "./genvendor-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
@@ -104,6 +105,7 @@ export function gatewayRoutes(s: Services) {
         if (name === "moderations" && (body as { model?: unknown }).model === undefined) return g.forwardJson(name, inc, { ...(body as object), model: DEFAULT_MODERATION_MODEL }, { patch: { model: DEFAULT_MODERATION_MODEL } });
         // A message naming files goes to the provider that holds them (msgvendor-resources.ts).
         if ((name === "messages" || name === "count_tokens") && mentionsFiles(request)) return msgvendorPlacement(g, inc, name, body as ModelBody).then((candidates) => g.forwardJson(name, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined, candidates }));
+        if (name === "chat" && mentionsFiles(request)) return openaiFilePlacement(g, inc, name, body as ModelBody).then((candidates) => g.forwardJson(name, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined, candidates }));
         // Speech is priced per character of its input; the audio answer reports nothing.
         if (name === "speech") return g.forwardJson(name, inc, body as ModelBody, { extra: { usage: { characters: String((body as { input?: unknown }).input ?? "").length } } });
         return g.forwardJson(name, inc, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);

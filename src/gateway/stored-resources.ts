@@ -9,7 +9,8 @@ import { BatchCreateBody } from "./protocols/batches";
 import type { UpstreamRequest } from "./provider";
 import { meterBatch, withMeteredBody } from "./batch-metering";
 import { msgvendorFiles } from "./msgvendor-resources";
-import { ResourceStore, type StoredRow } from "./resource-store";
+import { heldAt, holderOfFileIds, mentionsFiles, ResourceStore, type StoredRow } from "./resource-store";
+import type { Candidate } from "./router";
 import { openaiBatchLine } from "./protocols/batches";
 import { spoolUpload } from "./upload";
 
@@ -27,11 +28,25 @@ const ListQuery = t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 
 const Obj = t.Object({ id: t.String(), object: t.Optional(t.String()), type: t.Optional(t.String()) }, { additionalProperties: true });
 const List = t.Object({ object: t.Optional(t.Literal("list")), data: t.Array(Obj), has_more: t.Boolean() }, { additionalProperties: true });
 
+const fileNotFound = (id: string) => `No such File object: ${id}`;
+
+/**
+ * The candidates for a chat completion or a response naming files (`file_id`) of this
+ * organization: only the provider that holds them; the vendor's 404 for a file this
+ * organization did not upload (see ResourceStore). Undefined when it names none.
+ */
+export async function openaiFilePlacement(g: Gateway, inc: Incoming, protocol: "chat" | "responses", body: Record<string, unknown> & { model: string }, candidates?: Candidate[]): Promise<Candidate[] | undefined> {
+  if (!mentionsFiles(inc.request)) return candidates;
+  const holder = await holderOfFileIds(new ResourceStore(g), inc, body, "file", fileNotFound);
+  if (holder === undefined) return candidates;
+  return heldAt(candidates ?? g.router.candidates(body.model, protocol, g.compat(protocol, inc, body.stream === true, body)), holder, body.model);
+}
+
 export function storedResourceRoutes(g: Gateway) {
   const store = new ResourceStore(g);
   // Anthropic's files share these paths; its SDK's requests carry `anthropic-version` (msgvendor-resources.ts).
   const anthropic = msgvendorFiles(g);
-  const remembered = (inc: Incoming, kind: Kind, id: string) => store.remembered(inc, kind, id, `No such ${kind === "file" ? "File" : "Batch"} object: ${id}`);
+  const remembered = (inc: Incoming, kind: Kind, id: string) => store.remembered(inc, kind, id, kind === "file" ? fileNotFound(id) : `No such Batch object: ${id}`);
   const remember = (inc: Incoming, kind: Kind, provider: string, object: any) => store.remember(inc, kind, provider, object?.id, object);
   const call = (inc: Incoming, provider: string, protocol: Protocol, req: Partial<UpstreamRequest>, seen?: (json: any) => unknown) => store.call(inc, provider, protocol, req, seen);
 

@@ -63,9 +63,16 @@ describe("OpenAI files and batches (openai SDK, aimock upstream)", () => {
       expect(`${name} ${status}`).toBe(`${name} 404`);
     }
     expect(await statusOf(other.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }))).toBe(404);
+    // A chat completion or a response naming the file: refused as the vendor refuses an unknown file.
+    const chatWithFile = (client: OpenAI) => client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: [{ type: "file", file: { file_id: file.id } }, { type: "text", text: "summarize" }] }] });
+    expect(await statusOf(chatWithFile(other))).toBe(404);
+    expect(await statusOf(other.responses.create({ model: "gpt-4o-mini", input: [{ role: "user", content: [{ type: "input_file", file_id: file.id }] }] }))).toBe(404);
     expect((await other.files.list()).data).toEqual([]);
     expect((await other.batches.list()).data).toEqual([]);
     expect(mock.getRequests().length).toBe(before);
+    // The organization's own file: the request goes upstream.
+    await statusOf(chatWithFile(openai));
+    expect(mock.getRequests().length).toBe(before + 1);
 
     expect((await openai.files.delete(file.id)).deleted).toBe(true);
     expect(await statusOf(openai.files.retrieve(file.id))).toBe(404);
