@@ -128,9 +128,12 @@ export class Gateway {
     }
   }
 
-  /** generateContent: the model is in the path, so the body always goes through unchanged. */
-  forwardPathModel(protocol: Protocol, inc: Incoming, model: string, stream: boolean, body: unknown): Promise<Response> {
-    const candidates = this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+  /**
+   * generateContent: the model is in the path, so the body always goes through unchanged.
+   * `candidates`: the provider holding a cache or files the body names (genvendor-resources.ts).
+   */
+  forwardPathModel(protocol: Protocol, inc: Incoming, model: string, stream: boolean, body: unknown, held?: Candidate[]): Promise<Response> {
+    const candidates = held ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
     const raw = rawBodies.get(inc.request) ?? JSON.stringify(body);
     // Without `alt=sse` the generative vendor streams one JSON array: passed through as asked.
     const streamFormat = stream && !/[?&]alt=sse(&|$)/.test(inc.request.url) ? ("json-array" as const) : undefined;

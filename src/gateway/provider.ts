@@ -25,16 +25,17 @@ export interface UpstreamRequest {
    * `/{id}`, `/{id}/cancel`, `/{id}/input_items`, `/input_tokens`): the method, the path
    * appended to the protocol's path, and the client's query string (without `?`).
    */
-  resource?: { method: "GET" | "POST" | "DELETE"; path: string; query?: string };
+  resource?: { method: "GET" | "POST" | "PATCH" | "DELETE"; path: string; query?: string };
   /** A stream the client asked for as one JSON array (generateContent without `alt=sse`) instead of SSE. */
   streamFormat?: "json-array";
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
   traceparent?: string;
   /**
-   * A multipart upload sent instead of `body` (image edits, transcriptions): the bytes
-   * (a spooled file, streamed from disk) and their content type with its boundary.
+   * An upload sent instead of `body` (image edits, transcriptions: a multipart body
+   * spooled to a file, streamed from disk; a resumable upload's bytes: the client's body,
+   * streamed through) and its content type.
    */
-  upload?: { body: Blob; contentType: string };
+  upload?: { body: Blob | ReadableStream<Uint8Array>; contentType: string };
   /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
   json?: Record<string, unknown>;
 }

@@ -19,6 +19,7 @@ import m16 from "./0016_sandbox_nodes_and_shared_media.sql" with { type: "text" 
 import m17 from "./0017_template_builds.sql" with { type: "text" };
 import m18 from "./0018_stored_resources.sql" with { type: "text" };
 import m19 from "./0019_request_log_failed_attempts.sql" with { type: "text" };
+import m20 from "./0020_stored_resources_metered.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -41,4 +42,5 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0017_template_builds", when: 1795776430941, breakpoints: true, sql: m17 },
   { tag: "0018_stored_resources", when: 1795776494157, breakpoints: true, sql: m18 },
   { tag: "0019_request_log_failed_attempts", when: 1795781504937, breakpoints: true, sql: m19 },
+  { tag: "0020_stored_resources_metered", when: 1795786892183, breakpoints: true, sql: m20 },
 ];

@@ -21,7 +21,7 @@ export interface ProtocolSpec<N extends string = string> {
    * Path prefixes (optionally narrowed by a pattern) that authenticate and render errors
    * as this protocol does; see `Surface` in src/http/surfaces.ts.
    */
-  readonly surfaces: readonly { prefix: string; pattern?: RegExp }[];
+  readonly surfaces: readonly { prefix: string; pattern?: RegExp; header?: string }[];
   /** Where the API key is read from (spec: Authentication, credential locations). */
   readonly credentials: CredentialStyle;
   /** Error body shape before a stream has started (spec: Errors). */
