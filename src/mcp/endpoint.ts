@@ -2,11 +2,12 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { readBodyText } from "../http/body";
+import { ApiError } from "../http/errors";
 import { SERVICE_VERSION } from "../version";
 import type { McpCaller, McpGateway } from "./gateway";
 
-const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), { status, headers: { "content-type": "application/json", ...headers } });
+const jsonRpcError = (status: number, code: number, message: string) =>
+  new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), { status, headers: { "content-type": "application/json" } });
 
 /**
  * `/mcp`: the Streamable HTTP transport of the MCP specification, served without
@@ -17,7 +18,7 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
  * (ending a session it never started) answer 405, as the specification allows.
  */
 export async function handleMcpRequest(gateway: McpGateway, request: Request, caller: McpCaller, bodyLimit: number): Promise<Response> {
-  if (request.method !== "POST") return jsonRpcError(405, -32000, "Method not allowed: the gateway's MCP endpoint is stateless and sends no server-initiated messages; POST JSON-RPC messages", { allow: "POST" });
+  if (request.method !== "POST") throw new ApiError(405, "the gateway's MCP endpoint keeps no session and sends no server-initiated messages: POST JSON-RPC messages", { headers: { allow: "POST" } });
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readBodyText(request, bodyLimit));

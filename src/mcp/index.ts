@@ -1,3 +1,4 @@
+import { Elysia } from "elysia";
 import type { RouteModule } from "../http/route-module";
 import { adminMcpServerRoutes, mcpEndpointRoutes, mcpServerRoutes, mcpSurface } from "./routes";
 
@@ -10,7 +11,7 @@ export type { McpCaller } from "./gateway";
  * over all of them, with per-key allow lists (access.ts), credentials kept sealed by the
  * gateway (servers.ts) and pooled upstream connections (upstream.ts).
  */
-export const mcpModule: RouteModule = { surfaces: [mcpSurface], routes: (s) => mcpServerRoutes(s).use(adminMcpServerRoutes(s)) };
+export const mcpModule: RouteModule = { surfaces: [mcpSurface], routes: (s) => new Elysia().use(mcpServerRoutes(s)).use(adminMcpServerRoutes(s)) };
 
 /** `/mcp` itself reads its body (JSON-RPC, under the body limit) without the JSON body parser. */
 export const mcpEndpointModule: RouteModule = { surfaces: [], routes: mcpEndpointRoutes, rawBodies: true };

@@ -40,16 +40,21 @@ const UpdateInput = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLeng
 const UPDATE_NOTE = "Omitted fields are kept; `headers` replaces every stored header. A `url` on another origin drops the stored headers and OAuth settings unless given again.";
 
 /** CRUD on one organization's servers; `org` resolves the organization of the request (or refuses). */
-function serverRoutes<T extends Elysia<any, any, any, any, any, any, any>>(app: T, s: Services, org: (ctx: any) => Promise<string> | string, ids: { prefix: string; tag: string }) {
+function serverRoutes<T extends Elysia<any, any, any, any, any, any, any>>(
+  app: T,
+  s: Services,
+  org: (ctx: any) => Promise<string> | string,
+  ids: { prefix: string; tag: string; collection: string; item: string; patchItem: string },
+) {
   const servers = () => mcpGatewayOf(s).servers;
   const detail = (operationId: string, summary: string, description?: string) => ({ tags: [ids.tag], operationId: `${ids.prefix}${operationId}`, summary, ...(description ? { description } : {}) });
   return app
-    .get("/", async (ctx: any) => (await servers().list(await org(ctx))).map(mcpServerJson), {
+    .get(ids.collection, async (ctx: any) => (await servers().list(await org(ctx))).map(mcpServerJson), {
       response: { 200: t.Array(McpServerSchema), 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       detail: detail("ListMcpServers", "List the organization's MCP servers (never their credentials)"),
     })
     .post(
-      "/",
+      ids.collection,
       async (ctx: any) => {
         const row = await servers().create(await org(ctx), ctx.body as McpServerInput);
         ctx.set.status = 201;
@@ -61,26 +66,26 @@ function serverRoutes<T extends Elysia<any, any, any, any, any, any, any>>(app: 
         detail: detail("CreateMcpServer", "Add an MCP server", "Its tools appear on `/mcp` as `<name>__<tool>` for keys whose `mcp` allow list reaches them. Header values and the OAuth client secret are stored encrypted and never returned."),
       },
     )
-    .get("/:server", async (ctx: any) => mcpServerJson(await servers().get(await org(ctx), ctx.params.server)), {
-      params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }),
+    .get(ids.item, async (ctx: any) => mcpServerJson(await servers().get(await org(ctx), ctx.params.server)), {
+      params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
       response: { 200: McpServerSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       detail: detail("GetMcpServer", "One MCP server, by id or name"),
     })
-    .patch("/:server", async (ctx: any) => mcpServerJson(await servers().update(await org(ctx), ctx.params.server, ctx.body as McpServerInput)), {
-      params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }),
+    .patch(ids.patchItem, async (ctx: any) => mcpServerJson(await servers().update(await org(ctx), ctx.params.server, ctx.body as McpServerInput)), {
+      params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
       body: UpdateInput,
       response: { 200: McpServerSchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
       detail: detail("UpdateMcpServer", "Change an MCP server", UPDATE_NOTE),
     })
     .delete(
-      "/:server",
+      ids.item,
       async (ctx: any) => {
         await servers().remove(await org(ctx), ctx.params.server);
         ctx.set.status = 204;
         return null;
       },
       {
-        params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }),
+        params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
         detail: { ...detail("DeleteMcpServer", "Remove an MCP server"), ...responds({ 204: null }, [403, 404]) },
       },
     );
@@ -98,17 +103,29 @@ function managingOrganization(ctx: { auth: { key: { mcp: unknown }; organization
 
 /** The organization's own API: `/mcp/servers`. */
 export function mcpServerRoutes(s: Services) {
-  return serverRoutes(new Elysia({ prefix: "/mcp/servers" }).use(requestContext), s, managingOrganization, { prefix: "", tag: "mcp" });
+  return serverRoutes(new Elysia().use(requestContext), s, managingOrganization, { prefix: "", tag: "mcp", collection: "/mcp/servers", item: "/mcp/servers/:server", patchItem: "/mcp/servers/:server" });
 }
 
 /** The operator's: `/admin/organizations/{organizationId}/mcp-servers` (ADMIN_TOKEN). */
 export function adminMcpServerRoutes(s: Services) {
-  const org = async (ctx: { params: { organizationId: string } }) => {
-    if (!(await s.keys.findOrganization(ctx.params.organizationId))) throw new ApiError(404, `organization ${ctx.params.organizationId} not found`);
-    return ctx.params.organizationId;
+  // The router takes one parameter name per method and position: PATCH /admin/organizations/:id
+  // was there first, the other methods have :organizationId (org-resources.ts).
+  const org = async (ctx: { params: { organizationId?: string; id?: string } }) => {
+    const id = (ctx.params.organizationId ?? ctx.params.id)!;
+    if (!(await s.keys.findOrganization(id))) throw new ApiError(404, `organization ${id} not found`);
+    return id;
   };
-  return serverRoutes(new Elysia({ prefix: "/admin/organizations/:organizationId/mcp-servers" }), s, org, { prefix: "Admin", tag: "admin" });
+  return serverRoutes(new Elysia(), s, org, {
+    prefix: "Admin",
+    tag: "admin",
+    collection: "/admin/organizations/:organizationId/mcp-servers",
+    item: "/admin/organizations/:organizationId/mcp-servers/:server",
+    patchItem: "/admin/organizations/:id/mcp-servers/:server",
+  });
 }
+
+/** A JSON-RPC answer (or batch of them) as the MCP transport writes it; refusals before it (401, 403, 429) are flat. */
+const JsonRpcAnswer = t.Union([t.Object({ jsonrpc: t.Literal("2.0") }, { additionalProperties: true }), t.Array(t.Object({ jsonrpc: t.Literal("2.0") }, { additionalProperties: true }))]);
 
 /** `/mcp`: the Streamable HTTP endpoint (endpoint.ts). Reads its body itself. */
 export function mcpEndpointRoutes(s: Services) {
@@ -119,7 +136,7 @@ export function mcpEndpointRoutes(s: Services) {
     operationId,
     summary,
     description,
-    ...responds({ 200: t.Object({ jsonrpc: t.Literal("2.0") }, { additionalProperties: true }), 202: null }, [400, 405]),
+    ...responds({ 200: JsonRpcAnswer, 202: null }, [400, 405, 406, 413, 415]),
   });
   return new Elysia()
     .use(requestContext)
@@ -127,6 +144,6 @@ export function mcpEndpointRoutes(s: Services) {
       parse: "none",
       detail: detail("mcpPost", "MCP Streamable HTTP endpoint", "JSON-RPC messages of the MCP specification (initialize, tools/list, tools/call, ping). Tools are the organization's MCP servers' tools named `<server>__<tool>`, as far as the key's `mcp` allow list reaches; others are invisible and answer as unknown tools. Answers are JSON (no event stream); the endpoint keeps no session."),
     })
-    .get("/mcp", handle, { detail: { ...detail("mcpGet", "MCP event stream (not offered)", "405: the gateway sends no server-initiated messages."), hide: false } })
+    .get("/mcp", handle, { detail: detail("mcpGet", "MCP event stream (not offered)", "405: the gateway sends no server-initiated messages.") })
     .delete("/mcp", handle, { detail: detail("mcpDelete", "End an MCP session (not offered)", "405: the endpoint keeps no session.") });
 }
