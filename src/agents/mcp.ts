@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
 import { SERVICE_VERSION } from "../version";
-import type { McpServer } from "./agents";
+import { GATEWAY_MCP_URL, type McpServer } from "./agents";
 import type { ToolOutcome } from "./tools";
 
 export interface McpTool {
@@ -12,13 +12,6 @@ export interface McpTool {
 }
 
 export class McpConnectionError extends Error {}
-
-/**
- * The URL of an agent's `mcp_servers` entry that stands for the service's own MCP gateway
- * (src/mcp): its tools are the organization's MCP servers' tools the session's key may
- * use, called in process with that key (its allow list, rate limit and request log).
- */
-export const GATEWAY_MCP_URL = "gateway:mcp";
 
 /** The gateway as one session sees it: bound to the session's key (runtime.ts builds it). */
 export interface GatewayMcp {
