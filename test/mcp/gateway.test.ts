@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { createLogger } from "../../src/log";
+import { mcpCommand } from "../../src/mcp/cli";
 import { usageMeterFor } from "../../src/metering";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 import { startUpstream, type TestUpstream } from "./upstreams";
@@ -189,6 +190,21 @@ describe("managing servers with an organization key", () => {
     expect(moved.json.headerNames).toEqual([]);
     expect((await withKey(full.key, "DELETE", "/mcp/servers/extra")).status).toBe(204);
     expect((await withKey(full.key, "GET", "/mcp/servers/extra")).status).toBe(404);
+  });
+});
+
+describe("gateway mcp (CLI)", () => {
+  test("add, list and remove a server with an organization key; a header value comes from the environment", async () => {
+    const { key } = await svc.key(org, { mcp: { servers: ["*"] } });
+    const args = ["--url", svc.url, "--api-key", key];
+    expect(await mcpCommand("add", ["cli-docs", docs.url, "--header-env", "Authorization: CLI_DOCS_AUTH", ...args], svc.url, { CLI_DOCS_AUTH: DOCS_AUTH })).toBe(0);
+    const client = await mcpClient(key);
+    expect(textOf(await client.callTool({ name: "cli-docs__search", arguments: { query: "cli" } }))).toBe("found: cli");
+    await client.close();
+    expect((await withKey(key, "GET", "/mcp/servers/cli-docs")).json.headerNames).toEqual(["authorization"]);
+    expect(await mcpCommand("remove", ["cli-docs", ...args], svc.url)).toBe(0);
+    expect((await withKey(key, "GET", "/mcp/servers/cli-docs")).status).toBe(404);
+    await expect(mcpCommand("add", ["x", docs.url, "--header-env", "Authorization: UNSET_VAR", ...args], svc.url, {})).rejects.toThrow("UNSET_VAR is not set");
   });
 });
 
