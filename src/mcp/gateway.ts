@@ -9,6 +9,7 @@ import { usageMeterFor } from "../metering";
 import type { Services } from "../services";
 import { accessOf, namespaced, splitName, TOOL_NAME } from "./access";
 import type { McpServerConfig, McpServerRepository } from "./servers";
+import { scrub, scrubText } from "./scrub";
 import { type UpstreamPool, UpstreamError } from "./upstream";
 
 /** Who is calling: the key (its allow list, limits and budget) and the request it belongs to. */
@@ -58,7 +59,7 @@ export class McpGateway {
         let timer: ReturnType<typeof setTimeout> | undefined;
         const late = new Promise<Tool[]>((resolve) => (timer = setTimeout(() => resolve([]), LIST_WAIT_MS)));
         const tools = await Promise.race([pending, late]).finally(() => clearTimeout(timer));
-        const secrets = await this.pool.secrets(server);
+        const secrets = this.pool.secrets(server);
         return tools.filter((t) => TOOL_NAME.test(t.name) && access.tool(server.name, t.name)).map((t) => scrub({ ...t, name: namespaced(server.name, t.name) }, secrets));
       }),
     );
@@ -94,7 +95,7 @@ export class McpGateway {
       try {
         result = await this.pool.call(server, parts.tool, args ?? {}, signal);
       } catch (e) {
-        const secrets = await this.pool.secrets(server);
+        const secrets = this.pool.secrets(server);
         if (e instanceof UpstreamError) {
           status = e.status;
           throw new McpError(ErrorCode.InternalError, scrubText(e.message, secrets));
@@ -105,7 +106,7 @@ export class McpGateway {
         }
         throw e;
       }
-      const clean = scrub(result, await this.pool.secrets(server));
+      const clean = scrub(result, this.pool.secrets(server));
       bytes = Buffer.byteLength(JSON.stringify(clean));
       if (clean.isError) status = 400;
       return clean;
@@ -146,25 +147,4 @@ export class McpGateway {
       throw new McpError(ErrorCode.InvalidRequest, ORG_SPEND_MESSAGE);
     }
   }
-}
-
-/**
- * Threat: a server that echoes what it was sent (a debugging tool, an error page quoting
- * the request) would hand the organization's stored credentials to every key allowed one
- * of its tools. Every value the gateway sent it is cut out of what comes back.
- */
-function scrub<T>(value: T, secrets: string[]): T {
-  const text = JSON.stringify(value);
-  const cleaned = scrubText(text, secrets);
-  return cleaned === text ? value : (JSON.parse(cleaned) as T);
-}
-
-function scrubText(text: string, secrets: string[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    // Too short to be a credential, and cutting it would mangle ordinary text.
-    if (secret.length < 6) continue;
-    for (const form of [secret, JSON.stringify(secret).slice(1, -1)]) if (out.includes(form)) out = out.split(form).join("[redacted]");
-  }
-  return out;
 }

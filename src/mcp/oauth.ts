@@ -2,7 +2,7 @@ import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
 import type { McpServerConfig } from "./servers";
 
 /** Access tokens by server id, with the settings version they were fetched for. */
-export type TokenCache = Map<string, { version: number; token: Promise<string>; until: number }>;
+export type TokenCache = Map<string, { version: number; token: Promise<string>; until: number; value?: string }>;
 
 const TOKEN_DEADLINE_MS = 10_000;
 const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
@@ -22,7 +22,7 @@ export function tokenFor(server: McpServerConfig, cache: TokenCache, policy: Egr
   const o = server.oauth!;
   const cached = cache.get(server.id);
   if (cached && cached.version === server.version && Date.now() < cached.until) return cached.token;
-  const entry = { version: server.version, until: Number.POSITIVE_INFINITY, token: Promise.resolve("") };
+  const entry: { version: number; until: number; token: Promise<string>; value?: string } = { version: server.version, until: Number.POSITIVE_INFINITY, token: Promise.resolve("") };
   entry.token = (async () => {
     const body = new URLSearchParams({ grant_type: "client_credentials", ...(o.scope ? { scope: o.scope } : {}) });
     const basic = Buffer.from(`${encodeURIComponent(o.clientId)}:${encodeURIComponent(o.clientSecret)}`).toString("base64");
@@ -44,6 +44,7 @@ export function tokenFor(server: McpServerConfig, cache: TokenCache, policy: Egr
     if (typeof answer.access_token !== "string" || !answer.access_token) throw new Error(`OAuth token endpoint of MCP server ${server.name} gave no access_token`);
     const seconds = typeof answer.expires_in === "number" && answer.expires_in > 0 ? answer.expires_in : 3600;
     entry.until = Date.now() + Math.max(1000, seconds * 1000 - EARLY_RENEW_MS);
+    entry.value = answer.access_token;
     return answer.access_token;
   })();
   cache.set(server.id, entry);
@@ -53,8 +54,7 @@ export function tokenFor(server: McpServerConfig, cache: TokenCache, policy: Egr
   return entry.token;
 }
 
-/** The tokens currently held for a server (so answers can be scrubbed of them). */
-export async function heldToken(server: McpServerConfig, cache: TokenCache): Promise<string | undefined> {
-  const c = cache.get(server.id);
-  return c ? c.token.catch(() => undefined) : undefined;
+/** The token currently held for a server, if one arrived (so answers and logs can be scrubbed of it). */
+export function heldToken(server: McpServerConfig, cache: TokenCache): string | undefined {
+  return cache.get(server.id)?.value;
 }

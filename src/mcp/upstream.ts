@@ -6,6 +6,7 @@ import type { Logger } from "../log";
 import { SERVICE_VERSION } from "../version";
 import type { McpServerConfig } from "./servers";
 import { heldToken, tokenFor, type TokenCache } from "./oauth";
+import { scrubText } from "./scrub";
 
 /** The upstream failed (unreachable, refused, timed out, not MCP); the message never carries credentials. */
 export class UpstreamError extends Error {
@@ -104,11 +105,13 @@ export class UpstreamPool {
   }
 
   /** Every credential value the gateway sends this server (its header values, OAuth secret and token), for scrubbing answers. */
-  async secrets(server: McpServerConfig): Promise<string[]> {
-    const out = Object.values(server.headers);
+  secrets(server: McpServerConfig): string[] {
+    const out: string[] = [];
+    // `Bearer abc...`: the token alone too, as a server may quote just that.
+    for (const v of Object.values(server.headers)) out.push(v, ...v.split(/\s+/).slice(1));
     if (server.oauth) {
       out.push(server.oauth.clientSecret);
-      const token = await heldToken(server, this.tokens);
+      const token = heldToken(server, this.tokens);
       if (token) out.push(token);
     }
     return out;
@@ -178,8 +181,10 @@ export class UpstreamPool {
     if (e instanceof UpstreamError) return e;
     const err = e as Error & { code?: number };
     if (deadline.aborted || err?.name === "TimeoutError" || err?.code === ErrorCode.RequestTimeout) return new UpstreamError(`MCP server ${server.name} did not answer in time`, 504);
-    this.log.warn("MCP upstream failed", { server: server.id, organizationId: server.organizationId, err: err?.message });
-    return new UpstreamError(`MCP server ${server.name} failed: ${oneLine(err?.message ?? String(e))}`, 502);
+    // An upstream's error text may quote what it was sent: cut the credentials out of the log line and the answer.
+    const message = scrubText(oneLine(err?.message ?? String(e)), this.secrets(server));
+    this.log.warn("MCP upstream failed", { server: server.id, organizationId: server.organizationId, err: message });
+    return new UpstreamError(`MCP server ${server.name} failed: ${message}`, 502);
   }
 
   private connect(server: McpServerConfig): Promise<Client> {

@@ -62,6 +62,7 @@ beforeAll(async () => {
       { name: "search", run: (a) => `found: ${a.query}` },
       // Echoes the credential it was sent: the gateway must cut it out.
       { name: "echo_auth", run: (_a, r) => `you sent ${r.headers.get("authorization")}` },
+      { name: "echo_token", run: (_a, r) => `token=${r.headers.get("authorization")?.split(" ")[1]}` },
       { name: "drop_tables", run: () => "dropped" },
     ],
     { authorize: (auth) => auth === DOCS_AUTH },
@@ -137,6 +138,7 @@ describe("/mcp with the official SDK client", () => {
     const text = textOf(await client.callTool({ name: "docs__echo_auth", arguments: {} }));
     answers.push(text);
     expect(text).toBe("you sent [redacted]");
+    expect(textOf(await client.callTool({ name: "docs__echo_token", arguments: {} }))).toBe("token=[redacted]");
     await client.close();
   });
 
@@ -175,6 +177,46 @@ describe("/mcp with the official SDK client", () => {
     expect(textOf(await client.callTool({ name: "calc__sub", arguments: { a: 7, b: 2 } }))).toBe("5");
     await client.close();
   });
+});
+
+describe("limits", () => {
+  test("/mcp requests count against the key's rate limit; a spent budget calls no tools", async () => {
+    const limited = await svc.key(org, { rpm: 4, mcp: { servers: ["*"] } });
+    // Connecting is three requests (initialize, initialized, the refused GET for a stream); the call the fourth.
+    const client = await mcpClient(limited.key);
+    await Bun.sleep(100);
+    expect(textOf(await client.callTool({ name: "calc__add", arguments: { a: 1, b: 1 } }))).toBe("2");
+    const over = await svc.fetch("/mcp", {
+      method: "POST",
+      headers: { authorization: `Bearer ${limited.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+    });
+    expect(over.status).toBe(429);
+    answers.push(await over.text());
+    await client.close().catch(() => {});
+
+    const broke = await svc.key(org, { spendingLimit: 0, mcp: { servers: ["*"] } });
+    const poor = await mcpClient(broke.key);
+    expect((await refusal(poor.callTool({ name: "calc__add", arguments: { a: 1, b: 1 } }))).message).toContain("spending limit exceeded");
+    await poor.close();
+  });
+
+  test("a server that never answers is left out of tools/list; the others are listed", async () => {
+    let release!: () => void;
+    const never = new Promise<void>((r) => (release = r));
+    const hanging = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async () => (await never, new Response("late", { status: 500 })) });
+    try {
+      const slowOrg = await svc.org();
+      await admin("POST", `/admin/organizations/${slowOrg}/mcp-servers`, { name: "slow", url: `http://127.0.0.1:${hanging.port}/mcp` });
+      await admin("POST", `/admin/organizations/${slowOrg}/mcp-servers`, { name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
+      const client = await mcpClient((await svc.key(slowOrg, { mcp: { servers: ["*"] } })).key);
+      expect(await names(client)).toEqual(["calc__add", "calc__fail", "calc__sub"]);
+      await client.close();
+    } finally {
+      release();
+      hanging.stop(true);
+    }
+  }, 30_000);
 });
 
 describe("managing servers with an organization key", () => {
