@@ -7,7 +7,7 @@ export type { McpCaller } from "./gateway";
 
 /**
  * The MCP gateway (docs/mcp.md): the organization's MCP servers (`/mcp/servers`, and
- * the admin API's `/admin/organizations/{id}/mcp-servers`) and `/mcp`, one MCP endpoint
+ * the admin API's `/admin/mcp-servers`) and `/mcp`, one MCP endpoint
  * over all of them, with per-key allow lists (access.ts), credentials kept sealed by the
  * gateway (servers.ts) and pooled upstream connections (upstream.ts).
  */

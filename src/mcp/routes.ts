@@ -35,33 +35,36 @@ const common = {
   oauth: t.Optional(t.Union([OAuthInput, t.Null()], { description: "Client-credentials grant: the gateway fetches a token at `tokenUrl` and sends it as Bearer; null removes it" })),
 };
 const CreateInput = t.Object({ name: t.String({ minLength: 1, maxLength: 64 }), url: t.String({ minLength: 1, maxLength: 2048 }), ...common }, { additionalProperties: false });
+const AdminCreateInput = t.Object({ organizationId: t.String({ minLength: 1, maxLength: 64 }), name: t.String({ minLength: 1, maxLength: 64 }), url: t.String({ minLength: 1, maxLength: 2048 }), ...common }, { additionalProperties: false });
 const UpdateInput = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 64 })), url: t.Optional(t.String({ minLength: 1, maxLength: 2048 })), ...common }, { additionalProperties: false });
 
 const UPDATE_NOTE = "Omitted fields are kept; `headers` replaces every stored header. A `url` on another origin drops the stored headers and OAuth settings unless given again.";
 
-/** CRUD on one organization's servers; `org` resolves the organization of the request (or refuses). */
+/** CRUD on one organization's servers; `org` resolves the organization of the request (or refuses; 404 for another's). */
 function serverRoutes<T extends Elysia<any, any, any, any, any, any, any>>(
   app: T,
   s: Services,
   org: (ctx: any) => Promise<string> | string,
-  ids: { prefix: string; tag: string; collection: string; item: string; patchItem: string },
+  ids: { prefix: string; tag: string; collection: string; item: string; admin?: boolean },
 ) {
   const servers = () => mcpGatewayOf(s).servers;
-  const detail = (operationId: string, summary: string, description?: string) => ({ tags: [ids.tag], operationId: `${ids.prefix}${operationId}`, summary, ...(description ? { description } : {}) });
+  const detail = (operationId: string, summary: string, description?: string) => ({ tags: [ids.tag], operationId: ids.prefix ? `${ids.prefix}${operationId}` : operationId[0].toLowerCase() + operationId.slice(1), summary, ...(description ? { description } : {}) });
   return app
     .get(ids.collection, async (ctx: any) => (await servers().list(await org(ctx))).map(mcpServerJson), {
+      ...(ids.admin ? { query: t.Object({ organizationId: t.String({ minLength: 1, maxLength: 64 }) }) } : {}),
       response: { 200: t.Array(McpServerSchema), 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       detail: detail("ListMcpServers", "List the organization's MCP servers (never their credentials)"),
     })
     .post(
       ids.collection,
       async (ctx: any) => {
-        const row = await servers().create(await org(ctx), ctx.body as McpServerInput);
+        const { organizationId: _, ...input } = ctx.body as McpServerInput & { organizationId?: string };
+        const row = await servers().create(await org(ctx), input);
         ctx.set.status = 201;
         return mcpServerJson(row);
       },
       {
-        body: CreateInput,
+        body: ids.admin ? AdminCreateInput : CreateInput,
         response: { 201: McpServerSchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
         detail: detail("CreateMcpServer", "Add an MCP server", "Its tools appear on `/mcp` as `<name>__<tool>` for keys whose `mcp` allow list reaches them. Header values and the OAuth client secret are stored encrypted and never returned."),
       },
@@ -71,7 +74,7 @@ function serverRoutes<T extends Elysia<any, any, any, any, any, any, any>>(
       response: { 200: McpServerSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       detail: detail("GetMcpServer", "One MCP server, by id or name"),
     })
-    .patch(ids.patchItem, async (ctx: any) => mcpServerJson(await servers().update(await org(ctx), ctx.params.server, ctx.body as McpServerInput)), {
+    .patch(ids.item, async (ctx: any) => mcpServerJson(await servers().update(await org(ctx), ctx.params.server, ctx.body as McpServerInput)), {
       params: t.Object({ server: t.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
       body: UpdateInput,
       response: { 200: McpServerSchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
@@ -103,47 +106,40 @@ function managingOrganization(ctx: { auth: { key: { mcp: unknown }; organization
 
 /** The organization's own API: `/mcp/servers`. */
 export function mcpServerRoutes(s: Services) {
-  return serverRoutes(new Elysia().use(requestContext), s, managingOrganization, { prefix: "", tag: "mcp", collection: "/mcp/servers", item: "/mcp/servers/:server", patchItem: "/mcp/servers/:server" });
+  return serverRoutes(new Elysia().use(requestContext), s, managingOrganization, { prefix: "", tag: "mcp", collection: "/mcp/servers", item: "/mcp/servers/:server" });
 }
 
-/** The operator's: `/admin/organizations/{organizationId}/mcp-servers` (ADMIN_TOKEN). */
+/**
+ * The operator's (ADMIN_TOKEN), shaped like `/admin/keys`: `GET /admin/mcp-servers?organizationId=`,
+ * `POST /admin/mcp-servers {organizationId, ...}`, and by id (`mcp_...`) for the rest.
+ */
 export function adminMcpServerRoutes(s: Services) {
-  // The router takes one parameter name per method and position: PATCH /admin/organizations/:id
-  // was there first, the other methods have :organizationId (org-resources.ts).
-  const org = async (ctx: { params: { organizationId?: string; id?: string } }) => {
-    const id = (ctx.params.organizationId ?? ctx.params.id)!;
+  const org = async (ctx: { query?: { organizationId?: string }; body?: { organizationId?: string }; params?: { server?: string } }) => {
+    if (ctx.params?.server) {
+      const row = await mcpGatewayOf(s).servers.byId(ctx.params.server);
+      if (!row) throw new ApiError(404, `MCP server ${ctx.params.server} not found`);
+      return row.organizationId;
+    }
+    const id = ctx.query?.organizationId ?? ctx.body?.organizationId;
+    if (!id) throw new ApiError(400, "organizationId is required");
     if (!(await s.keys.findOrganization(id))) throw new ApiError(404, `organization ${id} not found`);
     return id;
   };
-  return serverRoutes(new Elysia(), s, org, {
-    prefix: "Admin",
-    tag: "admin",
-    collection: "/admin/organizations/:organizationId/mcp-servers",
-    item: "/admin/organizations/:organizationId/mcp-servers/:server",
-    patchItem: "/admin/organizations/:id/mcp-servers/:server",
-  });
+  return serverRoutes(new Elysia(), s, org, { prefix: "admin", tag: "admin", collection: "/admin/mcp-servers", item: "/admin/mcp-servers/:server", admin: true });
 }
 
-/** A JSON-RPC answer (or batch of them) as the MCP transport writes it; refusals before it (401, 403, 429) are flat. */
-const JsonRpcAnswer = t.Union([t.Object({ jsonrpc: t.Literal("2.0") }, { additionalProperties: true }), t.Array(t.Object({ jsonrpc: t.Literal("2.0") }, { additionalProperties: true }))]);
-
-/** `/mcp`: the Streamable HTTP endpoint (endpoint.ts). Reads its body itself. */
+/**
+ * `/mcp`: the Streamable HTTP endpoint (endpoint.ts). Reads its body itself. Left out of the
+ * OpenAPI document: its messages are JSON-RPC as the MCP specification defines them (the
+ * specification is its contract; docs/mcp.md says what the gateway serves), and a 202 with
+ * no body for a notification is not something the document's rules describe.
+ */
 export function mcpEndpointRoutes(s: Services) {
   const handle = ({ request, auth, requestId }: { request: Request; auth: { key: any; organizationId: string }; requestId: string }) =>
     handleMcpRequest(mcpGatewayOf(s), request, { key: auth.key, organizationId: auth.organizationId, requestId }, s.config.bodyLimitBytes);
-  const detail = (operationId: string, summary: string, description: string) => ({
-    tags: ["mcp"],
-    operationId,
-    summary,
-    description,
-    ...responds({ 200: JsonRpcAnswer, 202: null }, [400, 405, 406, 413, 415]),
-  });
   return new Elysia()
     .use(requestContext)
-    .post("/mcp", handle, {
-      parse: "none",
-      detail: detail("mcpPost", "MCP Streamable HTTP endpoint", "JSON-RPC messages of the MCP specification (initialize, tools/list, tools/call, ping). Tools are the organization's MCP servers' tools named `<server>__<tool>`, as far as the key's `mcp` allow list reaches; others are invisible and answer as unknown tools. Answers are JSON (no event stream); the endpoint keeps no session."),
-    })
-    .get("/mcp", handle, { detail: detail("mcpGet", "MCP event stream (not offered)", "405: the gateway sends no server-initiated messages.") })
-    .delete("/mcp", handle, { detail: detail("mcpDelete", "End an MCP session (not offered)", "405: the endpoint keeps no session.") });
+    .post("/mcp", handle, { parse: "none", detail: { hide: true } })
+    .get("/mcp", handle, { detail: { hide: true } })
+    .delete("/mcp", handle, { detail: { hide: true } });
 }

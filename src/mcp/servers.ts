@@ -126,6 +126,13 @@ export class McpServerRepository {
     return this.db.select().from(mcpServers).where(eq(mcpServers.organizationId, organizationId)).orderBy(asc(mcpServers.name));
   }
 
+  /** Any organization's server by id (the admin API, which names servers by id alone). */
+  async byId(id: string): Promise<McpServerRow | undefined> {
+    if (!id.startsWith("mcp_")) return undefined;
+    const [row] = await this.db.select().from(mcpServers).where(eq(mcpServers.id, id));
+    return row;
+  }
+
   /** By id (`mcp_...`) or name. */
   async get(organizationId: string, idOrName: string): Promise<McpServerRow> {
     const [row] = await this.db

@@ -29,10 +29,10 @@ beforeAll(async () => {
   );
   svc = await startTestService({ ...modelEnv(mock), SECRETS_KEY: "cd".repeat(32) });
   org = await svc.org();
-  const res = await svc.fetch(`/admin/organizations/${org}/mcp-servers`, {
+  const res = await svc.fetch(`/admin/mcp-servers`, {
     method: "POST",
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ name: "docs", url: docs.url, headers: { authorization: DOCS_AUTH } }),
+    body: JSON.stringify({ organizationId: org, name: "docs", url: docs.url, headers: { authorization: DOCS_AUTH } }),
   });
   expect(res.status).toBe(201);
 }, 60_000);

@@ -89,26 +89,29 @@ afterAll(async () => {
 
 describe("MCP servers of an organization", () => {
   test("created through the admin API: header names and OAuth settings shown, never their values", async () => {
-    const d = await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "docs", url: docs.url, headers: { Authorization: DOCS_AUTH } });
+    const d = await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "docs", url: docs.url, headers: { Authorization: DOCS_AUTH } });
     expect(d.status).toBe(201);
     expect(d.json).toMatchObject({ name: "docs", url: docs.url, transport: "streamable-http", headerNames: ["authorization"], oauth: null });
-    const c = await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
+    const c = await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
     expect(c.status).toBe(201);
     expect(c.json.oauth).toEqual({ tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", scope: null, clientSecretSet: true });
-    const list = await admin("GET", `/admin/organizations/${org}/mcp-servers`);
+    const list = await admin("GET", `/admin/mcp-servers?organizationId=${org}`);
     expect(list.json.map((s: { name: string }) => s.name)).toEqual(["calc", "docs"]);
+    expect((await admin("GET", `/admin/mcp-servers/${d.json.id}`)).json).toMatchObject({ name: "docs", headerNames: ["authorization"] });
+    expect((await admin("GET", "/admin/mcp-servers/mcp_nope")).status).toBe(404);
+    expect((await admin("GET", "/admin/mcp-servers")).status).toBe(400);
     // Stored sealed: the row holds no credential in the clear.
     const rows = await svc.server.services.db.execute("select credentials from mcp_servers" as never);
     for (const secret of SECRETS) expect(JSON.stringify(rows)).not.toContain(secret);
   });
 
   test("bad input gets clear 400s and a duplicate name 409", async () => {
-    expect((await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "a__b", url: docs.url })).status).toBe(400);
-    expect((await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "x", url: "ftp://example.com/mcp" })).status).toBe(400);
-    expect((await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "x", url: "http://10.1.2.3/mcp" })).json.error).toContain("not a public address");
-    expect((await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "x", url: docs.url, headers: { host: "evil" } })).status).toBe(400);
-    expect((await admin("POST", `/admin/organizations/${org}/mcp-servers`, { name: "docs", url: docs.url })).status).toBe(409);
-    expect((await admin("POST", `/admin/organizations/org_nope/mcp-servers`, { name: "x", url: docs.url })).status).toBe(404);
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "a__b", url: docs.url })).status).toBe(400);
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: "ftp://example.com/mcp" })).status).toBe(400);
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: "http://10.1.2.3/mcp" })).json.error).toContain("not a public address");
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: docs.url, headers: { host: "evil" } })).status).toBe(400);
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "docs", url: docs.url })).status).toBe(409);
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: "org_nope", name: "x", url: docs.url })).status).toBe(404);
   });
 });
 
@@ -169,8 +172,8 @@ describe("/mcp with the official SDK client", () => {
 
   test("a dead upstream is left out of tools/list and its calls fail, without stalling the others", async () => {
     const deadOrg = await svc.org();
-    await admin("POST", `/admin/organizations/${deadOrg}/mcp-servers`, { name: "dead", url: "http://127.0.0.1:9/mcp" });
-    await admin("POST", `/admin/organizations/${deadOrg}/mcp-servers`, { name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
+    await admin("POST", `/admin/mcp-servers`, { organizationId: deadOrg, name: "dead", url: "http://127.0.0.1:9/mcp" });
+    await admin("POST", `/admin/mcp-servers`, { organizationId: deadOrg, name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
     const client = await mcpClient((await svc.key(deadOrg, { mcp: { servers: ["*"] } })).key);
     expect(await names(client)).toEqual(["calc__add", "calc__fail", "calc__sub"]);
     expect((await refusal(client.callTool({ name: "dead__anything", arguments: {} }))).message).toContain("MCP server dead");
@@ -207,8 +210,8 @@ describe("limits", () => {
     const hanging = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async () => (await never, new Response("late", { status: 500 })) });
     try {
       const slowOrg = await svc.org();
-      await admin("POST", `/admin/organizations/${slowOrg}/mcp-servers`, { name: "slow", url: `http://127.0.0.1:${hanging.port}/mcp` });
-      await admin("POST", `/admin/organizations/${slowOrg}/mcp-servers`, { name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
+      await admin("POST", `/admin/mcp-servers`, { organizationId: slowOrg, name: "slow", url: `http://127.0.0.1:${hanging.port}/mcp` });
+      await admin("POST", `/admin/mcp-servers`, { organizationId: slowOrg, name: "calc", url: calc.url, oauth: { tokenUrl: calc.url.replace(/\/mcp$/, "/token"), clientId: "gateway", clientSecret: CLIENT_SECRET } });
       const client = await mcpClient((await svc.key(slowOrg, { mcp: { servers: ["*"] } })).key);
       expect(await names(client)).toEqual(["calc__add", "calc__fail", "calc__sub"]);
       await client.close();
