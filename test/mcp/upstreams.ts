@@ -6,7 +6,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprot
 export interface TestTool {
   name: string;
   description?: string;
-  run(args: Record<string, unknown>, request: { headers: Headers }): string | { text: string; isError?: boolean };
+  run(args: Record<string, unknown>, request: { headers: Headers }): string | { text: string; isError?: boolean } | Promise<string>;
 }
 
 export interface TestUpstream {
@@ -36,7 +36,7 @@ export function startUpstream(tools: TestTool[], opts: { authorize: (auth: strin
       if (!tool) throw new Error(`no tool ${req.params.name}`);
       const args = (req.params.arguments ?? {}) as Record<string, unknown>;
       calls.push({ tool: tool.name, args });
-      const out = tool.run(args, { headers: headers() });
+      const out = await tool.run(args, { headers: headers() });
       const r = typeof out === "string" ? { text: out } : out;
       return { content: [{ type: "text", text: r.text }], isError: r.isError === true };
     });
