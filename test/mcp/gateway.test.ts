@@ -185,17 +185,22 @@ describe("/mcp with the official SDK client", () => {
 describe("limits", () => {
   test("/mcp requests count against the key's rate limit; a spent budget calls no tools", async () => {
     const limited = await svc.key(org, { rpm: 4, mcp: { servers: ["*"] } });
-    // Connecting is three requests (initialize, initialized, the refused GET for a stream); the call the fourth.
+    // Connecting is two or three requests (initialize, initialized, maybe a GET for a stream, refused); the call one more.
     const client = await mcpClient(limited.key);
-    await Bun.sleep(100);
     expect(textOf(await client.callTool({ name: "calc__add", arguments: { a: 1, b: 1 } }))).toBe("2");
-    const over = await svc.fetch("/mcp", {
-      method: "POST",
-      headers: { authorization: `Bearer ${limited.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
-    });
-    expect(over.status).toBe(429);
-    answers.push(await over.text());
+    const statuses: number[] = [];
+    while (statuses.length < 3 && !statuses.includes(429)) {
+      const res = await svc.fetch("/mcp", {
+        method: "POST",
+        headers: { authorization: `Bearer ${limited.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+      });
+      statuses.push(res.status);
+      answers.push(await res.text());
+    }
+    // At most one more request fitted in the minute's 4.
+    expect(statuses.filter((x) => x === 200).length).toBeLessThanOrEqual(1);
+    expect(statuses).toContain(429);
     await client.close().catch(() => {});
 
     const broke = await svc.key(org, { spendingLimit: 0, mcp: { servers: ["*"] } });
