@@ -46,6 +46,8 @@ interface Connection {
   lastUsed: number;
   inFlight: number;
   tools?: { list: Tool[]; at: number };
+  /** The tools/list under way, shared by whoever asks meanwhile. */
+  listing?: Promise<Tool[]>;
 }
 
 /**
@@ -76,10 +78,22 @@ export class UpstreamPool {
     this.sweeper.unref?.();
   }
 
-  /** The server's tools (cached for toolsTtlMs). */
+  /**
+   * The server's tools, reused for toolsTtlMs. After that a list already known keeps
+   * answering while the new one is fetched (one fetch at a time per server), so a server
+   * that turned slow does not hold up every tools/list.
+   */
   async tools(server: McpServerConfig): Promise<Tool[]> {
     const conn = this.connection(server);
-    if (conn.tools && Date.now() - conn.tools.at < this.limits.toolsTtlMs) return conn.tools.list;
+    const known = conn.tools;
+    if (known && Date.now() - known.at < this.limits.toolsTtlMs) return known.list;
+    const listing = (conn.listing ??= this.fetchTools(server, conn).finally(() => (conn.listing = undefined)));
+    if (!known) return listing;
+    listing.catch(() => {});
+    return known.list;
+  }
+
+  private async fetchTools(server: McpServerConfig, conn: Connection): Promise<Tool[]> {
     const list = await this.using(server, conn, this.limits.connectMs, async (client, signal) => {
       const out: Tool[] = [];
       let cursor: string | undefined;
