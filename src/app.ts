@@ -13,6 +13,7 @@ import { e2bDataModule, e2bModule, terminalModule } from "./e2b";
 import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
+import { mcpEndpointModule, mcpModule } from "./mcp";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { budgetsModule } from "./budgets";
@@ -57,6 +58,8 @@ export const routeModules: RouteModule[] = [
   templateUploadsModule,
   agentsModule,
   skillsModule,
+  mcpModule,
+  mcpEndpointModule,
   endpointsModule,
   deploymentsModule,
   generationModule,

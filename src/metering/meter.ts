@@ -45,6 +45,8 @@ export interface UsageRecord {
   latencyMs: number;
   status: number;
   streamed: boolean;
+  /** Size of the answer in bytes, where the surface measures it (MCP tool results). */
+  responseBytes?: number;
   /**
    * USD, when the caller priced the request itself (generation tasks: per image, per
    * second, per character); otherwise the catalog prices the tokens.
@@ -284,6 +286,7 @@ export class BatchingUsageMeter implements UsageMeter {
         estimated: !!u.estimated,
         request_body: u.requestBody ?? null,
         response_body: u.responseBody ?? null,
+        response_bytes: int(u.responseBytes),
         created_at: u.at,
       };
     });
@@ -399,6 +402,7 @@ interface UsageRow {
   estimated: boolean;
   request_body: string | null;
   response_body: string | null;
+  response_bytes: number;
   /** Epoch milliseconds. */
   created_at: number;
 }
@@ -423,10 +427,11 @@ const COLUMNS = [
   "estimated",
   "request_body",
   "response_body",
+  "response_bytes",
   "created_at",
 ] as const;
 const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, failed_attempts text, cached_tokens integer, cache_write_tokens integer, cache_write_1h_tokens integer, reasoning_tokens integer, input_audio_tokens integer, output_audio_tokens integer, estimated boolean, request_body text, response_body text, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, failed_attempts text, cached_tokens integer, cache_write_tokens integer, cache_write_1h_tokens integer, reasoning_tokens integer, input_audio_tokens integer, output_audio_tokens integer, estimated boolean, request_body text, response_body text, response_bytes integer, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
@@ -460,6 +465,7 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .bool(r.estimated)
       .text(r.request_body)
       .text(r.response_body)
+      .int4(r.response_bytes)
       .timestamptz(r.created_at);
   }
   const blob = new Blob([copy.finish()]);

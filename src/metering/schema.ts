@@ -70,6 +70,8 @@ export const usageRequests = pgTable(
     /** Only with REQUEST_LOG_BODIES=true, clipped (see src/usage/settings.ts); null otherwise. */
     requestBody: text("request_body"),
     responseBody: text("response_body"),
+    /** Size of the answer in bytes, where the surface measures it (MCP tool results); 0 otherwise. */
+    responseBytes: integer("response_bytes").notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   // No primary key: every index costs each appended row an entry, paid on the service's CPU

@@ -167,6 +167,7 @@ export interface LogEntry {
   latencyMs: number;
   requestBody: string | null;
   responseBody: string | null;
+  responseBytes: number;
 }
 
 const STATUS = /^(?:[1-5][0-9]{2}|[1-5]xx|error)$/;
@@ -203,7 +204,7 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
         s.organization_id, o.name as organization_name, s.key_id, k.name as key_name, r.request_id, r.failed_attempts, s.surface, s.public_model, s.upstream_model, s.provider,
         r.attempts, r.status, r.streamed, r.input_tokens, r.output_tokens, r.cached_tokens, r.cost::text as cost, r.latency_ms,
         r.cache_write_tokens, r.cache_write_1h_tokens, r.reasoning_tokens, r.input_audio_tokens, r.output_audio_tokens, r.estimated,
-        r.request_body, r.response_body
+        r.request_body, r.response_body, r.response_bytes
       from usage_requests r join usage_series s on s.id = r.series_id
         left join organizations o on o.id = s.organization_id left join api_keys k on k.id = s.key_id
       where ${seriesWhere(f)} and ${statusWhere(f.status)} ${f.requestId !== undefined ? sql`and r.request_id = ${f.requestId}` : sql``}
@@ -243,6 +244,7 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
       latencyMs: Number(r.latency_ms),
       requestBody: (r.request_body as string | null) ?? null,
       responseBody: (r.response_body as string | null) ?? null,
+      responseBytes: Number(r.response_bytes ?? 0),
     }),
   );
   const last = page[page.length - 1];

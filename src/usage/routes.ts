@@ -43,7 +43,7 @@ const LogEntrySchema = named("RequestLogEntry", t.Object({
   keyId: t.String(),
   keyName: t.Union([t.String(), t.Null()], { description: "The key's name now; null when it no longer exists" }),
   requestId: t.String({ description: "X-Request-ID of the request" }),
-  surface: t.String({ description: "Protocol: chat, responses, messages, generateContent, interactions, generation" }),
+  surface: t.String({ description: "Protocol: chat, responses, messages, generateContent, interactions, generation; `mcp` for MCP gateway tool calls (model: `<server>__<tool>`, provider: the server)" }),
   model: t.String({ description: "Model name the client asked for" }),
   upstreamModel: t.Union([t.String(), t.Null()]),
   provider: t.Union([t.String(), t.Null()]),
@@ -72,6 +72,7 @@ const LogEntrySchema = named("RequestLogEntry", t.Object({
   latencyMs: t.Integer(),
   requestBody: t.Union([t.String(), t.Null()], { description: "Only with REQUEST_LOG_BODIES=true, clipped" }),
   responseBody: t.Union([t.String(), t.Null()], { description: "Non-streamed answers only, with REQUEST_LOG_BODIES=true, clipped" }),
+  responseBytes: t.Integer({ description: "Size of the answer in bytes where the surface measures it (MCP tool calls: the tool result's JSON); 0 otherwise" }),
 }));
 
 const LogPageSchema = named("RequestLogPage", t.Object({
