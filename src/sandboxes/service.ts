@@ -57,6 +57,8 @@ export class SandboxService {
   observe?: Observability;
   /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
   orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
+  /** Configured templates an organization's own build of the same name replaces for it (the shipped code_interpreter, built from its definition). */
+  orgTemplateFirst: ReadonlySet<string> = new Set();
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
@@ -164,7 +166,8 @@ export class SandboxService {
 
   /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
   async origin(organizationId: string, templateID: string): Promise<Origin> {
-    const template = this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
+    const own = this.orgTemplateFirst.has(templateID) ? await this.orgTemplate?.(organizationId, templateID) : undefined;
+    const template = own ?? this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
     if (template) return { template };
     const snapshot = await findSnapshot(this, organizationId, templateID);
     const base = snapshot && this.templates.get(snapshot.templateId);

@@ -9,6 +9,7 @@ import { type BuildSpec, buildSpecProblem } from "./build-spec";
 import { Builder, builtTemplate } from "./builder";
 import type { ImageConfig, LayerStore } from "./layers";
 import type { TemplateBuildRow, TemplateRow } from "./schema";
+import { OVERRIDABLE_TEMPLATES } from "./shipped";
 import { BackendStepSandboxes } from "./step-sandbox";
 import { checkTag, DEFAULT_TAG, type LogEntry, parseNameRef, type TemplateStore } from "./store";
 import type { TemplateUploads } from "./uploads";
@@ -26,6 +27,8 @@ export interface TemplateServiceDeps {
   networkMode: NetworkMode;
   /** TEMPLATE_BUILD_ALLOW_OUT: what build steps may reach besides the internet (a package mirror). */
   buildAllowOut: string[];
+  /** TEMPLATE_LAYER_GRACE_MS: a layer stored less long ago is never collected (an import or a build may have stored it and not recorded it yet). */
+  layerGraceMs: number;
   dataDir: string;
   log: Logger;
 }
@@ -57,6 +60,7 @@ export interface TemplateInfo {
  */
 export class TemplateService {
   readonly builder: Builder;
+  private collecting: Promise<unknown> = Promise.resolve();
 
   constructor(readonly d: TemplateServiceDeps) {
     this.builder = new Builder({
@@ -68,12 +72,13 @@ export class TemplateService {
       sandboxesFor: (build) => this.stepSandboxes(build),
     });
     d.sandboxes.orgTemplate = (org, ref) => this.sandboxTemplate(org, ref);
+    d.sandboxes.orgTemplateFirst = OVERRIDABLE_TEMPLATES;
   }
 
   /** E2B's request-build: the template (made when new) and a waiting build; `ref` may carry a tag. */
   async requestBuild(organizationId: string, ref: string, extraTags: string[] = [], opts: { cpuCount?: number; memoryMB?: number } = {}) {
     const { name, tag } = parseNameRef(ref);
-    if (this.d.sandboxes.templates.has(name)) throw new ApiError(400, `'${name}' is a shared template's name; choose another name`);
+    if (this.d.sandboxes.templates.has(name) && !OVERRIDABLE_TEMPLATES.has(name)) throw new ApiError(400, `'${name}' is a shared template's name; choose another name`);
     const tags = [...new Set([ref.includes(":") ? tag : undefined, ...extraTags.map(checkTag)].filter((t): t is string => !!t))];
     if (!tags.length) tags.push(DEFAULT_TAG);
     if (opts.cpuCount !== undefined && (!Number.isFinite(opts.cpuCount) || opts.cpuCount <= 0 || opts.cpuCount > DEFAULT_RESOURCES.maxCpuCount)) throw new ApiError(400, `cpuCount must be a number from 0.1 to ${DEFAULT_RESOURCES.maxCpuCount}`);
@@ -140,10 +145,34 @@ export class TemplateService {
     };
   }
 
-  /** Deletes an organization's template; shared ones are configuration and cannot be deleted here. */
+  /** Deletes an organization's template, then the layers only it used; shared ones are configuration and cannot be deleted here. */
   async delete(organizationId: string, idOrName: string): Promise<void> {
     if (this.d.sandboxes.templates.has(idOrName) && !(await this.d.store.find(organizationId, idOrName))) throw new ApiError(403, `'${idOrName}' is a shared template (configuration); it cannot be deleted through the API`);
     await this.d.store.delete(organizationId, idOrName);
+    // In the background: a large template's layers take a while to remove, the delete is done.
+    void this.collectLayers().catch((err) => this.d.log.error("template layers not collected", { err }));
+  }
+
+  /**
+   * Removes the stored layers nothing uses any more (LayerStore.collectLayers): not named by
+   * a build or the step cache, nor by a configured image template's import, nor mounted by
+   * a sandbox, nor stored within the last layerGraceMs. One collection at a time.
+   */
+  collectLayers(): Promise<string[]> {
+    const run = async () => {
+      const live = await this.d.store.liveLayers();
+      for (const t of this.d.sandboxes.templates.values()) {
+        const image = t as { layers?: string[]; image?: string };
+        for (const l of image.layers ?? []) live.add(l);
+        if (image.image) for (const l of this.d.layers.imageLayers(image.image)) live.add(l);
+      }
+      const removed = await this.d.layers.collectLayers(live, { graceMs: this.d.layerGraceMs });
+      if (removed.length) this.d.log.info("unused template layers removed", { count: removed.length });
+      return removed;
+    };
+    const next = this.collecting.catch(() => {}).then(run);
+    this.collecting = next;
+    return next;
   }
 
   /** A built template to start a sandbox of (SandboxService.orgTemplate). */
