@@ -87,9 +87,9 @@ describe("the shipped code_interpreter template", () => {
     const sbx = await Sandbox.create("code_interpreter", { ...opts, timeoutMs: 300_000 });
     try {
       expect((await Sandbox.getInfo(sbx.sandboxId, opts)).templateId).toMatch(/^code_interpreter@/);
-      const hello = await sbx.runCode("import subprocess; subprocess.check_output(['gw-hello']).decode()");
+      const hello = await sbx.runCode("import subprocess; subprocess.check_output(['gw-hello']).decode().strip()");
       expect(hello.error).toBeUndefined();
-      expect(hello.text).toBe("hello from a local apt repository\n");
+      expect(hello.text).toBe("hello from a local apt repository");
       // The kernel is the template's python, as E2B's `user`.
       const who = await sbx.runCode("import os, IPython; (os.getuid(), os.getcwd(), IPython.__file__.startswith('/usr/lib/python3/'))");
       expect(who.text).toBe("(1000, '/home/user', True)");
