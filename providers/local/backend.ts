@@ -314,6 +314,11 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return this.relays.socket(id, port, { prefix, socat: this.tool("socat"), dir: join(this.opts.root, id, "ports"), hostUid: s.hostUid });
   }
 
+  /** Lets go of layers the layer store is about to collect: warm sandboxes of templates using them are destroyed (src/templates' garbage collection). */
+  releaseLayers(layers: Set<string>): Promise<void> {
+    return this.pool.dropUsing(layers);
+  }
+
   readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
     return readFile(this.entry.runner(this.live(id, state)), path, maxBytes);
   }

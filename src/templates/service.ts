@@ -166,6 +166,10 @@ export class TemplateService {
         for (const l of image.layers ?? []) live.add(l);
         if (image.image) for (const l of this.d.layers.imageLayers(image.image)) live.add(l);
       }
+      // Warm sandboxes of a deleted template hold its layers mounted: the backend lets them go first.
+      const backend = this.d.sandboxes.registry.instance(IMAGE_BACKEND, "sandbox")?.instance as { releaseLayers?(layers: Set<string>): Promise<void> } | undefined;
+      const unused = new Set(this.d.layers.list().filter((l) => !live.has(l)));
+      if (unused.size) await backend?.releaseLayers?.(unused);
       const removed = await this.d.layers.collectLayers(live, { graceMs: this.d.layerGraceMs });
       if (removed.length) this.d.log.info("unused template layers removed", { count: removed.length });
       return removed;
