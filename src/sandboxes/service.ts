@@ -57,6 +57,8 @@ export class SandboxService {
   observe?: Observability;
   /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
   orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
+  /** An organization's built template by the id its sandboxes record (`name[:tag]@<build>`), whatever its tags point at now (src/templates sets it). */
+  builtTemplate?: (organizationId: string, templateId: string) => Promise<SandboxTemplate | undefined>;
   /** Configured templates an organization's own build of the same name replaces for it (the shipped code_interpreter, built from its definition). */
   orgTemplateFirst: ReadonlySet<string> = new Set();
   /** SANDBOX_NETWORK. */
@@ -174,6 +176,11 @@ export class SandboxService {
     if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
     if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
     return { template: base, snapshot };
+  }
+
+  /** The template a sandbox was made from: a configured one, or the organization's build it names; undefined when neither is there any more. */
+  async templateOf(row: Pick<SandboxRow, "organizationId" | "templateId">): Promise<SandboxTemplate | undefined> {
+    return this.templates.get(row.templateId) ?? (row.templateId.includes("@") ? await this.builtTemplate?.(row.organizationId, row.templateId) : undefined);
   }
 
   async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
@@ -349,7 +356,7 @@ export class SandboxService {
         const timeoutSec = timeout ?? (left > 0 ? left : DEFAULT_TIMEOUT_SEC);
         const endAt = new Date(Date.now() + timeoutSec * 1000);
         const backend = this.pausing(row);
-        const template = this.templates.get(row.templateId);
+        const template = await this.templateOf(row);
         const resumeOpts = template ? { template, network: row.network ? egressRules(row.network) : undefined, reboot: opts.reboot } : undefined;
         const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec, resumeOpts), "failed to resume sandbox in provider");
         return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState, pausedAt: null });

@@ -73,6 +73,7 @@ export class TemplateService {
     });
     d.sandboxes.orgTemplate = (org, ref) => this.sandboxTemplate(org, ref);
     d.sandboxes.orgTemplateFirst = OVERRIDABLE_TEMPLATES;
+    d.sandboxes.builtTemplate = (org, id) => this.builtTemplateOf(org, id);
   }
 
   /** E2B's request-build: the template (made when new) and a waiting build; `ref` may carry a tag. */
@@ -187,9 +188,24 @@ export class TemplateService {
     void this.d.store.noteSpawn(found.template.id).catch(() => {});
     // The id names the build: a rebuild under the same name is another template to the backend (whose
     // warm sandboxes of the previous build's layers must not be handed out for the new one).
-    const t = builtTemplate(`${ref}@${found.build.id}`, IMAGE_BACKEND, found.build.layers ?? [], found.build.config!);
-    if (found.build.cpuCount) Object.assign(t, { cpuCount: found.build.cpuCount });
-    if (found.build.memoryMB) Object.assign(t, { memoryMB: found.build.memoryMB });
+    return this.templateOfBuild(ref, found.build);
+  }
+
+  /** The built template a sandbox's template id (`name[:tag]@<build>`) names: its build, even when a newer build has its tag now (a sandbox paused to disk resumes on its own layers). */
+  async builtTemplateOf(organizationId: string, templateId: string) {
+    const at = templateId.lastIndexOf("@");
+    const ref = templateId.slice(0, at);
+    const buildId = templateId.slice(at + 1);
+    if (at <= 0 || !/^[0-9a-f-]{36}$/.test(buildId)) return undefined;
+    const build = await this.d.store.buildById(organizationId, buildId);
+    if (!build || build.status !== "ready") return undefined;
+    return this.templateOfBuild(ref, build);
+  }
+
+  private templateOfBuild(ref: string, build: TemplateBuildRow) {
+    const t = builtTemplate(`${ref}@${build.id}`, IMAGE_BACKEND, build.layers ?? [], build.config!);
+    if (build.cpuCount) Object.assign(t, { cpuCount: build.cpuCount });
+    if (build.memoryMB) Object.assign(t, { memoryMB: build.memoryMB });
     return t;
   }
 

@@ -104,6 +104,12 @@ export class TemplateStore {
     return row;
   }
 
+  /** A build of the organization by id alone (a sandbox's template id names it), or undefined. */
+  async buildById(organizationId: string, buildId: string): Promise<TemplateBuildRow | undefined> {
+    const [row] = await this.db.select().from(templateBuilds).where(and(eq(templateBuilds.id, buildId), eq(templateBuilds.organizationId, organizationId)));
+    return row;
+  }
+
   /** The ready build `name:tag` points at, for a sandbox; undefined when there is none. */
   async resolve(organizationId: string, ref: string): Promise<ResolvedTemplate | undefined> {
     const colon = ref.lastIndexOf(":");

@@ -72,6 +72,9 @@ test("deleting a template removes its exclusive layers and their cache entries; 
   const sbx = await Sandbox.create("gc-b", opts);
   try {
     expect((await sbx.commands.run("cat /shared.txt /b.txt")).stdout).toBe("shared\nb\n");
+    // Its info has the built template's resources (the defaults: the build asked for none).
+    const info = await Sandbox.getInfo(sbx.sandboxId, opts);
+    expect({ templateId: info.templateId.split("@")[0], cpuCount: info.cpuCount, memoryMB: info.memoryMB }).toEqual({ templateId: "gc-b", cpuCount: 1, memoryMB: 2048 });
   } finally {
     await sbx.kill();
   }
