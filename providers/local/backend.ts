@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -319,12 +319,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return this.pool.dropUsing(layers);
   }
 
-  readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
-    return readFile(this.entry.runner(this.live(id, state)), path, maxBytes);
+  readFile(id: string, state: BackendState, path: string, maxBytes: number, user: SandboxUser = "user"): Promise<Uint8Array> {
+    return readFile(this.entry.runner(this.live(id, state), user), path, maxBytes);
   }
 
-  writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry> {
-    return writeFile(this.entry.runner(this.live(id, state)), path, data);
+  writeFile(id: string, state: BackendState, path: string, data: Uint8Array, user: SandboxUser = "user"): Promise<DirEntry> {
+    return writeFile(this.entry.runner(this.live(id, state), user), path, data);
   }
 
   remove(id: string, state: BackendState, path: string): Promise<void> {

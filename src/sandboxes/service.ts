@@ -6,10 +6,10 @@ import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { egressRules, type NetworkMode, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
-import type { CreateInput, Origin } from "./create-input";
+import type { CreateInput, OrgTemplates, Origin } from "./create-input";
 import { findSnapshot } from "./snapshots";
 import { BatchedEvents } from "./event-batch";
 import type { SandboxQuotas } from "./quota";
@@ -55,12 +55,8 @@ export class SandboxService {
   private readonly completedEvents: BatchedEvents;
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
-  /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
-  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
-  /** An organization's built template by the id its sandboxes record (`name[:tag]@<build>`), whatever its tags point at now (src/templates sets it). */
-  builtTemplate?: (organizationId: string, templateId: string) => Promise<SandboxTemplate | undefined>;
-  /** Configured templates an organization's own build of the same name replaces for it (the shipped code_interpreter, built from its definition). */
-  orgTemplateFirst: ReadonlySet<string> = new Set();
+  /** Organizations' own (built) templates: src/templates sets it. */
+  orgTemplates?: OrgTemplates;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
@@ -168,8 +164,7 @@ export class SandboxService {
 
   /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
   async origin(organizationId: string, templateID: string): Promise<Origin> {
-    const own = this.orgTemplateFirst.has(templateID) ? await this.orgTemplate?.(organizationId, templateID) : undefined;
-    const template = own ?? this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
+    const own = this.orgTemplates, template = (own?.replacing.has(templateID) ? await own.byName(organizationId, templateID) : undefined) ?? this.templates.get(templateID) ?? (await own?.byName(organizationId, templateID));
     if (template) return { template };
     const snapshot = await findSnapshot(this, organizationId, templateID);
     const base = snapshot && this.templates.get(snapshot.templateId);
@@ -180,7 +175,7 @@ export class SandboxService {
 
   /** The template a sandbox was made from: a configured one, or the organization's build it names; undefined when neither is there any more. */
   async templateOf(row: Pick<SandboxRow, "organizationId" | "templateId">): Promise<SandboxTemplate | undefined> {
-    return this.templates.get(row.templateId) ?? (row.templateId.includes("@") ? await this.builtTemplate?.(row.organizationId, row.templateId) : undefined);
+    return this.templates.get(row.templateId) ?? (row.templateId.includes("@") ? await this.orgTemplates?.byId(row.organizationId, row.templateId) : undefined);
   }
 
   async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
@@ -459,10 +454,10 @@ export class SandboxService {
   }
 
   /** A file's bytes, up to `maxBytes` (larger gives 400). */
-  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
+  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number, user: SandboxUser = "user"): Promise<Uint8Array> {
     const row = await this.running(organizationId, id);
-    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
-    return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
+    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes, user]), "base64");
+    return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes, user), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
@@ -472,10 +467,10 @@ export class SandboxService {
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
-  async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
+  async writeFile(organizationId: string, id: string, path: string, content: Uint8Array, user: SandboxUser = "user"): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
-    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
-    return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
+    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64"), user]);
+    return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content, user), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {

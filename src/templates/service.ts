@@ -71,9 +71,7 @@ export class TemplateService {
       base: { template: (org, ref) => this.baseOf(org, ref) },
       sandboxesFor: (build) => this.stepSandboxes(build),
     });
-    d.sandboxes.orgTemplate = (org, ref) => this.sandboxTemplate(org, ref);
-    d.sandboxes.orgTemplateFirst = OVERRIDABLE_TEMPLATES;
-    d.sandboxes.builtTemplate = (org, id) => this.builtTemplateOf(org, id);
+    d.sandboxes.orgTemplates = { byName: (org, ref) => this.sandboxTemplate(org, ref), byId: (org, id) => this.builtTemplateOf(org, id), replacing: OVERRIDABLE_TEMPLATES };
   }
 
   /** E2B's request-build: the template (made when new) and a waiting build; `ref` may carry a tag. */
@@ -180,7 +178,7 @@ export class TemplateService {
     return next;
   }
 
-  /** A built template to start a sandbox of (SandboxService.orgTemplate). */
+  /** A built template to start a sandbox of (SandboxService.orgTemplates). */
   async sandboxTemplate(organizationId: string, ref: string) {
     if (ref.length > 300) return undefined;
     const found = await this.d.store.resolve(organizationId, ref).catch(() => undefined);

@@ -200,6 +200,25 @@ describe("an image template's sandbox", () => {
     expect(String(err.message)).toContain("user 'nobody-here' not found");
   });
 
+  test("file operations as root: writes to /usr and /root work, are root's inside and land in the upper layer under the sandbox's host ids", async () => {
+    const root = { user: "root" as const };
+    await a.files.write("/usr/local/bin/gw-from-files", "#!/bin/sh\necho written through envd as root\n", root);
+    await a.files.write("notes.txt", "root's notes", root); // relative: root's home
+    await a.files.makeDir("/opt/gw-dir", root);
+    const owners = await a.commands.run("stat -c '%u:%g %n' /usr/local/bin/gw-from-files /root/notes.txt /opt/gw-dir", root);
+    expect(owners.stdout).toBe("0:0 /usr/local/bin/gw-from-files\n0:0 /root/notes.txt\n0:0 /opt/gw-dir\n");
+    expect(await a.files.read("/root/notes.txt", root)).toBe("root's notes");
+    expect((await a.files.list("/root", root)).map((e) => e.name)).toContain("notes.txt");
+    // The sandbox's user cannot read root's home nor write /usr, through the same API.
+    await expect(a.files.read("/root/notes.txt")).rejects.toThrow();
+    await expect(a.files.write("/usr/local/bin/not-mine", "x")).rejects.toThrow();
+    // On the host: in the upper directory, owned by the sandbox's id base (its root), not by host root.
+    const st = statSync(join(upperOf(a.sandboxId), "usr/local/bin/gw-from-files"));
+    expect(st.uid).toBeGreaterThanOrEqual(0x40000000);
+    expect(st.uid % 65536).toBe(0);
+    expect((await b.commands.run("test -e /usr/local/bin/gw-from-files && echo seen || echo unseen")).stdout).toBe("unseen\n");
+  });
+
   test("killing a sandbox unmounts its root and layers and removes its directories", async () => {
     const dir = join(svc.dataDir, "sandboxes", b.sandboxId);
     const holder = readFileSync(join(dir, "root.mount"), "utf8");
@@ -227,6 +246,8 @@ test("root on a host-/usr template's sandbox is refused with the reason", async 
   const sbx = await Sandbox.create("base", opts);
   const err = await sbx.commands.run("id -u", { user: "root" }).catch((e) => e);
   expect(String(err.message)).toContain("user 'root' needs a sandbox of an image template");
+  const write = await sbx.files.write("/tmp/x", "x", { user: "root" }).catch((e) => e);
+  expect(String(write.message)).toContain("user 'root' needs a sandbox of an image template");
   await sbx.kill();
 });
 
