@@ -25,7 +25,7 @@ export interface Origin {
   snapshot?: SnapshotRow;
 }
 
-/** Organizations' own (built) templates, which src/templates serves to the sandbox service. */
+/** Organizations' own (built) templates, which src/templates serves to the sandbox service (SandboxService.orgTemplates). */
 export interface OrgTemplates {
   /** By the name (`name:tag`) a create asks for, after the configured ones. */
   byName(organizationId: string, ref: string): Promise<SandboxTemplate | undefined>;

@@ -55,7 +55,6 @@ export class SandboxService {
   private readonly completedEvents: BatchedEvents;
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
-  /** Organizations' own (built) templates: src/templates sets it. */
   orgTemplates?: OrgTemplates;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
