@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import { upperDir as localUpperDir } from "../../providers/local/rootfs";
+import { inArray } from "drizzle-orm";
 import { ApiError } from "../http/errors";
+import { sandboxes } from "../sandboxes/schema";
 import type { Logger } from "../log";
 import { egressRules, type NetworkMode, resolveNetwork } from "../sandboxes/network";
 import type { SandboxService } from "../sandboxes/service";
@@ -160,6 +162,12 @@ export class TemplateService {
   collectLayers(): Promise<string[]> {
     const run = async () => {
       const live = await this.d.store.liveLayers();
+      // A sandbox paused to disk keeps its root's changes as layers of its own (providers/local ownLayers), mounted by nothing meanwhile.
+      const rows = await this.d.sandboxes.db.select({ state: sandboxes.backendState }).from(sandboxes).where(inArray(sandboxes.status, ["running", "paused", "error"]));
+      for (const r of rows) {
+        const own = (r.state as { ownLayers?: unknown } | null)?.ownLayers;
+        if (Array.isArray(own)) for (const l of own) if (typeof l === "string") live.add(l);
+      }
       for (const t of this.d.sandboxes.templates.values()) {
         const image = t as { layers?: string[]; image?: string };
         for (const l of image.layers ?? []) live.add(l);

@@ -183,17 +183,23 @@ describe("an image template's sandbox", () => {
     await a.commands.run("rm /opt/fill", { user: "root" });
   });
 
-  test("pause keeping memory keeps root's writes; a pause that ends the processes and a snapshot are refused, saying why", async () => {
+  test("a pause keeps root's writes, keeping memory or to disk (the upper layer kept as a layer, deletions included); a snapshot is refused, saying why", async () => {
     await a.commands.run("echo kept > /etc/kept-across-pause", { user: "root" });
     await a.pause();
     const resumed = await Sandbox.connect(a.sandboxId, opts);
     expect((await resumed.commands.run("cat /etc/kept-across-pause")).stdout).toBe("kept\n");
-    const toDisk = await a.pause({ keepMemory: false }).catch((e) => e);
-    expect(String(toDisk.message)).toContain("not available yet for a sandbox of an image template");
+    await a.commands.run("echo on-disk > /usr/local/bin/kept-on-disk && rm /usr/bin/tac && echo tmp > /tmp/t", { user: "root" });
+    await a.files.write("/home/user/home-file", "home");
+    await a.pause({ keepMemory: false });
+    const again = await Sandbox.connect(a.sandboxId, opts);
+    const r = await again.commands.run("cat /etc/kept-across-pause /usr/local/bin/kept-on-disk /tmp/t /home/user/home-file; echo; test -e /usr/bin/tac || echo tac-gone; stat -c %u /usr/local/bin/kept-on-disk");
+    expect(r.stdout).toBe("kept\non-disk\ntmp\nhome\nenv-gone\n0\n");
+    // Root still writes, on top of the kept layer.
+    expect((await again.commands.run("echo more > /usr/local/bin/after && cat /usr/local/bin/after", { user: "root" })).stdout).toBe("more\n");
     const snap = await a.createSnapshot().catch((e) => e);
     expect(String(snap.message)).toContain("not available yet for a sandbox of an image template");
-    expect((await a.commands.run("cat /etc/kept-across-pause")).stdout).toBe("kept\n");
-  }, 120_000);
+    expect((await b.commands.run("test -e /usr/local/bin/kept-on-disk && echo seen || echo unseen")).stdout).toBe("unseen\n");
+  }, 180_000);
 
   test("an unknown user is refused as envd refuses it", async () => {
     const err = await a.commands.run("true", { user: "nobody-here" as never }).catch((e) => e);
