@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { BackendError } from "../../src/plugin-api";
 import { type SandboxEntry, sandboxEnv } from "./enter";
@@ -13,8 +13,11 @@ import type { LocalState } from "./state";
  * otherwise: its upper directory becomes a stored layer at a pause to disk (backend.ts).
  */
 export const WRITABLE_STATE: readonly string[] = [SANDBOX_HOME, "/tmp", "/dev/shm"];
-/** An image sandbox's places outside its overlay root (its home is in the overlay, kept as a layer at a pause to disk). */
-export const TMPFS_STATE: readonly string[] = ["/tmp", "/dev/shm"];
+/**
+ * An image sandbox's places outside its overlay root (its home is in the overlay, kept as a
+ * layer at a pause to disk): their entries (`/*`), not the mount points, which are its root's.
+ */
+export const TMPFS_STATE: readonly string[] = ["/tmp/*", "/dev/shm/*"];
 
 /**
  * Archives the sandbox's writable state to `dest` (a tar file, written whole or not at
@@ -31,9 +34,13 @@ export async function archiveWritable(tar: string, initPid: number, dest: string
   mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
   const tmp = `${dest}.partial`;
   const root = `/proc/${initPid}/root`;
-  const members = places.map((p) => p.replace(/^\/+/, "")).filter((p) => existsSync(`${root}/${p}`));
-  const proc = Bun.spawn([tar, "--create", "--file", tmp, "--directory", root, "--one-file-system", "--sparse", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-removed", "--", ...members], {
-    stdin: "ignore",
+  const members = places
+    .map((p) => p.replace(/^\/+/, ""))
+    .flatMap((p) => (p.endsWith("/*") ? entriesOf(`${root}/${p.slice(0, -2)}`).map((n) => `${p.slice(0, -2)}/${n}`) : [p]))
+    .filter((p) => existsSync(`${root}/${p}`));
+  // The names come from the sandbox: given NUL-separated on stdin, never as options or on a command line of unbounded length.
+  const proc = Bun.spawn([tar, "--create", "--file", tmp, "--directory", root, "--one-file-system", "--sparse", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-removed", "--verbatim-files-from", "--null", "--files-from", "-"], {
+    stdin: new Blob([members.map((m) => `${m}\0`).join("")]),
     stdout: "ignore",
     stderr: "pipe",
     env: { LC_ALL: "C" },
@@ -56,6 +63,14 @@ export async function archiveWritable(tar: string, initPid: number, dest: string
 export const RESTORE_COMMAND = ["tar", "--extract", "--file", "-", "--directory", "/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir", "--delay-directory-restore"];
 
 /** Unpacks an archive of writable state inside the sandbox, as its user. */
+function entriesOf(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 export async function restoreWritable(entry: SandboxEntry, id: string, s: LocalState, archive: string): Promise<void> {
   if (!existsSync(archive)) throw new BackendError(404, `the files of ${id}'s snapshot are gone from this host`);
   const proc = Bun.spawn(entry.enterArgs(s, RESTORE_COMMAND), { stdin: Bun.file(archive), stdout: "ignore", stderr: "pipe", env: sandboxEnv(s, {}) });

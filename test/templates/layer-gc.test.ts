@@ -75,6 +75,12 @@ test("deleting a template removes its exclusive layers and their cache entries; 
     // Its info has the built template's resources (the defaults: the build asked for none).
     const info = await Sandbox.getInfo(sbx.sandboxId, opts);
     expect({ templateId: info.templateId.split("@")[0], cpuCount: info.cpuCount, memoryMB: info.memoryMB }).toEqual({ templateId: "gc-b", cpuCount: 1, memoryMB: 2048 });
+    // Paused to disk, it comes back on its build (found among built templates) with root's writes, which the collection keeps meanwhile.
+    await sbx.commands.run("echo paused > /etc/paused.txt", { user: "root" });
+    await sbx.pause({ keepMemory: false });
+    await templateServiceOf(svc.server.services).collectLayers();
+    const back = await Sandbox.connect(sbx.sandboxId, opts);
+    expect((await back.commands.run("cat /b.txt /etc/paused.txt")).stdout).toBe("b\npaused\n");
   } finally {
     await sbx.kill();
   }
