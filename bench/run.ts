@@ -6,6 +6,8 @@ export {};
 const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   foundation: () => import("./foundation"),
   gateway: () => import("./gateway"),
+  // Where the gateway's CPU goes: the service under wrk with the profiler on.
+  "gateway-profile": () => import("./gateway-profile"),
   limits: () => import("./limits"),
   holds: () => import("./holds"),
   metering: () => import("./metering"),
