@@ -10,7 +10,8 @@
 // upstream sends a short answer it has complete (one write, Content-Length); as a chunked
 // stream, one event per chunk written at once; and live, the events 1 ms apart, so that
 // each reaches the gateway on its own and goes through its per-chunk pipe.
-// `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs.
+// `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs,
+// BENCH_MODES=json,live picks modes.
 // The metrics' cost (on against off) has a bench of its own: bench/metrics.ts.
 
 import { readFileSync } from "node:fs";
@@ -23,6 +24,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 200);
 const TP_ROUNDS = Number(process.env.BENCH_TP_ROUNDS ?? 4);
+/** BENCH_MODES=json,live measures some modes only. */
+const modes = process.env.BENCH_MODES ? (process.env.BENCH_MODES.split(",") as Mode[]) : MODES;
 
 /**
  * Portkey's gateway from node_modules (build/start-server.js, its `start:node` script),
@@ -136,7 +139,7 @@ export async function run() {
     const latency: Record<string, Map<string, number[]>> = {};
     const throughput: Record<string, Map<string, Throughput[]>> = {};
     const failed = new Map<string, Partial<Record<Mode, string>>>();
-    for (const mode of MODES) {
+    for (const mode of modes) {
       const started = await startServices(upstream.url);
       running = started.services;
       const targets = [...fixed, ...started.targets, ...peers];
@@ -175,7 +178,7 @@ export async function run() {
         `Latency: ${ROUNDS} interleaved rounds x ${PER_ROUND} sequential requests per target (live streams: ${Math.ceil(PER_ROUND / 5)}) (Bun fetch, keep-alive, full body read), after one such round of warm-up requests.\n` +
         `Throughput: wrk, 1 thread, ${CONNECTIONS} connections, ${TP_ROUNDS} interleaved rounds of ${SECONDS} s per target after a 2 s warm-up; the share of the minimal proxy is the median over rounds of each round's rate against the proxy's round. CPU: user + system time of the target's process (all threads; for direct, the upstream's) per request, median over rounds; against the proxy: the median over rounds of each round's CPU per request against the proxy's round.\n`,
     );
-    for (const mode of MODES) {
+    for (const mode of modes) {
       const lat = latency[mode];
       const tp = throughput[mode];
       const direct = lat.get(names[0])!;
