@@ -502,6 +502,8 @@ function int(n: unknown): number {
  */
 function clip(s: string | undefined): string | undefined {
   if (s === undefined || s === null) return undefined;
-  const t = (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s).toWellFormed();
+  let t = s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s;
+  // Checked before converting: toWellFormed copies every string, and these are five per row.
+  if (!t.isWellFormed()) t = t.toWellFormed();
   return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }
