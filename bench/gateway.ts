@@ -10,7 +10,8 @@
 // upstream sends a short answer it has complete (one write, Content-Length); as a chunked
 // stream, one event per chunk written at once; and live, the events 1 ms apart, so that
 // each reaches the gateway on its own and goes through its per-chunk pipe.
-// `npm run bench -- gateway`; BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs,
+// `npm run bench -- gateway`; BENCH_COMPARE_ROOT=<checkout>[,<checkout>...] adds the service of
+// other checkouts (an A/B in the same rounds); BENCH_SECONDS (per round) and BENCH_TP_ROUNDS set the wrk runs,
 // BENCH_MODES=json,live picks modes.
 // The metrics' cost (on against off) has a bench of its own: bench/metrics.ts.
 
@@ -82,14 +83,18 @@ async function sequential(targets: Target[], mode: Mode): Promise<Map<string, nu
  */
 async function startServices(upstream: string): Promise<{ services: Service[]; targets: Target[] }> {
   const selfHosted = process.env.BENCH_SELF_HOSTED !== "0";
-  const compareRoot = process.env.BENCH_COMPARE_ROOT;
-  const service = await startService(upstream, { selfHosted });
-  const baseline = compareRoot ? await startService(upstream, { from: compareRoot, selfHosted }) : undefined;
-  return {
-    services: baseline ? [service, baseline] : [service],
-    targets: [service.target("this service"), ...(baseline ? [baseline.target(`this service, baseline (${compareRoot})`)] : [])],
-  };
+  const services = [await startService(upstream, { selfHosted })];
+  const targets = [services[0].target("this service")];
+  // BENCH_COMPARE_ROOT may list several checkouts, comma-separated (e.g. the same code with one hook taken out).
+  for (const from of compareRoots) {
+    const svc = await startService(upstream, { from, selfHosted });
+    services.push(svc);
+    targets.push(svc.target(`this service, baseline (${from})`));
+  }
+  return { services, targets };
 }
+
+const compareRoots = process.env.BENCH_COMPARE_ROOT ? process.env.BENCH_COMPARE_ROOT.split(",") : [];
 
 export async function run() {
   const upstream = await startChild(children, { MODE: "upstream" });
@@ -97,7 +102,6 @@ export async function run() {
   // The same proxy with the allocator setting the service runs with (src/allocator.ts), to
   // show how much of the service's figures that setting alone would give any Bun server.
   const proxyKept = await startChild(children, { MODE: "proxy", UPSTREAM: upstream.url, MIMALLOC_PURGE_DELAY: "-1" });
-  const compareRoot = process.env.BENCH_COMPARE_ROOT;
   const portkeys: { name: string; gw?: Awaited<ReturnType<typeof startPortkey>>; problem?: string }[] = [];
   // BENCH_PEERS=0 leaves the peer gateways out (a shorter run, e.g. for an A/B).
   for (const runtime of process.env.BENCH_PEERS === "0" ? [] : (["node", "bun"] as const)) {
@@ -150,7 +154,7 @@ export async function run() {
         } catch (err) {
           // Only the peer may fail its check, and a compared older version on a surface it did not
           // have yet (embeddings); a failure of ours or of the baselines stops the run.
-          const olderSurface = compareRoot !== undefined && t.name.startsWith("this service, baseline") && mode === "embeddings";
+          const olderSurface = t.name.startsWith("this service, baseline") && mode === "embeddings";
           if (!t.name.startsWith("Portkey") && !olderSurface) throw err;
           const gw = portkeys.find((p) => p.name === t.name)?.gw;
           await Bun.sleep(200);
