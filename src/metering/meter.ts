@@ -5,8 +5,9 @@ import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
 import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
-import { ADD_HOURLY, hourlySums } from "./hourly";
-import { KEY_SPEND, ORG_SPEND, SpendByDay, spendUpdate } from "./spend";
+import { hourlySums } from "./hourly";
+import { SpendByDay } from "./spend";
+import { spendUpdates, TOTALS_CTES } from "./totals";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
@@ -463,26 +464,6 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
 
 const COPY_ROWS = `copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`;
 
-/**
- * A batch's totals as CTEs around its three JSON parameters (hourly sums, key spend,
- * organization spend), followed by spendUpdates: the hourly sums added, then the spend
- * of keys and of organizations. An empty list updates nothing.
- */
-const TOTALS_CTES = [
-  "hourly as (" + ADD_HOURLY[0],
-  `${ADD_HOURLY[1]} returning 1), ${KEY_SPEND[0]}`,
-  `${KEY_SPEND[1]}, ${ORG_SPEND[0]}`,
-  `${ORG_SPEND[1]}, `,
-] as const;
-
-/** The key spend's update as a CTE, then the organization spend's as the statement (after TOTALS_CTES). */
-function spendUpdates(holder: string | undefined): string {
-  let cached = SPEND_UPDATES.get(holder);
-  if (cached === undefined) SPEND_UPDATES.set(holder, (cached = `k_done as (${spendUpdate("k", "api_keys", holder)} returning 1) ${spendUpdate("o", "organizations", holder)}`));
-  return cached;
-}
-/** Per lease holder (one per process, and none): the text is built once. */
-const SPEND_UPDATES = new Map<string | undefined, string>();
 
 /** A body clipped to `max` characters, storable as text (see clip). */
 function clipBody(s: string | undefined, max: number): string | undefined {
