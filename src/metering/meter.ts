@@ -5,8 +5,9 @@ import { type Db, embeddedClient, rowsOf } from "../db/client";
 import { BinaryCopyWriter } from "../db/copy-binary";
 import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
-import { ADD_HOURLY, hourlySums } from "./hourly";
-import { KEY_SPEND, ORG_SPEND, SpendByDay, spendUpdate } from "./spend";
+import { hourlySums } from "./hourly";
+import { SpendByDay } from "./spend";
+import { spendUpdates, TOTALS_CTES } from "./totals";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
@@ -121,11 +122,13 @@ export class BatchingUsageMeter implements UsageMeter {
     private readonly log: Logger,
     opts: MeterOptions = {},
   ) {
-    this.flushMs = opts.flushMs ?? 250;
-    // Large batches: on the embedded database a transaction has a fixed cost on top of its
-    // rows, so the cost per row falls as batches grow, and a busy gateway queues a few
-    // thousand records between two ticks.
-    this.maxBatch = opts.maxBatch ?? 5000;
+    // Large batches, written once a second: on the embedded database a batch has a fixed
+    // cost on top of its rows (its transaction, the statement that adds the sums and the
+    // spend: a parse, a plan and a dozen protocol messages, several milliseconds under
+    // load), so the cost per row falls as batches grow. At four writes a second, batches of
+    // a couple of thousand rows cost more for that fixed part than for their rows.
+    this.flushMs = opts.flushMs ?? 1000;
+    this.maxBatch = opts.maxBatch ?? 10_000;
     this.maxQueued = opts.maxQueued ?? 100_000;
     this.bodyChars = opts.bodyChars ?? 0;
     this.now = opts.now ?? Date.now;
@@ -311,14 +314,7 @@ export class BatchingUsageMeter implements UsageMeter {
         select ${sql.raw(COLUMNS.join(", "))}
         from json_to_recordset(${json}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
-      ), hourly as (
-        ${sql.raw(ADD_HOURLY[0])}${hourly}${sql.raw(ADD_HOURLY[1])}
-        returning 1
-      ),
-      ${sql.raw(KEY_SPEND[0])}${keys}${sql.raw(KEY_SPEND[1])},
-      ${sql.raw(ORG_SPEND[0])}${orgs}${sql.raw(ORG_SPEND[1])},
-      k_done as (${sql.raw(spendUpdate("k", "api_keys", holder))} returning 1)
-      ${sql.raw(spendUpdate("o", "organizations", holder))}`);
+      ), ${sql.raw(TOTALS_CTES[0])}${hourly}${sql.raw(TOTALS_CTES[1])}${keys}${sql.raw(TOTALS_CTES[2])}${orgs}${sql.raw(TOTALS_CTES[3])}${sql.raw(spendUpdates(holder))}`);
   }
 
   /**
@@ -470,12 +466,16 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
   }
   const blob = new Blob([copy.finish()]);
   await client.transaction(async (tx) => {
-    await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
-    await tx.query(`${ADD_HOURLY[0]}$1${ADD_HOURLY[1]}`, [hourly]);
-    if (keys !== "[]") await tx.query(`with ${KEY_SPEND[0]}$1${KEY_SPEND[1]} ${spendUpdate("k", "api_keys", holder)}`, [keys]);
-    if (orgs !== "[]") await tx.query(`with ${ORG_SPEND[0]}$1${ORG_SPEND[1]} ${spendUpdate("o", "organizations", holder)}`, [orgs]);
+    await tx.query(COPY_ROWS, [], { blob });
+    // The sums and the spend in one statement: each statement costs the embedded database
+    // a parse, a plan and several protocol messages, a fixed cost per batch that was larger
+    // than the rows themselves for batches of a couple of thousand rows.
+    await tx.query(`with ${TOTALS_CTES[0]}$1${TOTALS_CTES[1]}$2${TOTALS_CTES[2]}$3${TOTALS_CTES[3]}${spendUpdates(holder)}`, [hourly, keys, orgs]);
   });
 }
+
+const COPY_ROWS = `copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`;
+
 
 /** A body clipped to `max` characters, storable as text (see clip). */
 function clipBody(s: string | undefined, max: number): string | undefined {
@@ -495,6 +495,8 @@ function int(n: unknown): number {
  */
 function clip(s: string | undefined): string | undefined {
   if (s === undefined || s === null) return undefined;
-  const t = (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s).toWellFormed();
+  let t = s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s;
+  // Checked before converting: toWellFormed copies every string, and these are five per row.
+  if (!t.isWellFormed()) t = t.toWellFormed();
   return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }
