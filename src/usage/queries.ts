@@ -129,46 +129,8 @@ export interface LogFilter extends UsageFilter {
 }
 
 /** A try of the request that failed before another answered (or before the gateway gave up). */
-export interface FailedAttempt {
-  provider: string;
-  model: string;
-  /** The upstream's status; 0 when it gave none (unreachable, timed out). */
-  status: number;
-  error: string;
-}
-
-export interface LogEntry {
-  id: string;
-  time: string;
-  organizationId: string;
-  /** Names as they are now (null when the organization or key no longer exists). */
-  organizationName: string | null;
-  keyId: string;
-  keyName: string | null;
-  requestId: string;
-  surface: string;
-  model: string;
-  upstreamModel: string | null;
-  provider: string | null;
-  attempts: number;
-  failedAttempts: FailedAttempt[];
-  status: number;
-  streamed: boolean;
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  cacheWriteTokens: number;
-  cacheWrite1hTokens: number;
-  reasoningTokens: number;
-  inputAudioTokens: number;
-  outputAudioTokens: number;
-  estimated: boolean;
-  cost: number | null;
-  latencyMs: number;
-  requestBody: string | null;
-  responseBody: string | null;
-  responseBytes: number;
-}
+import type { FailedAttempt, LogEntry } from "./log-entry";
+export type { FailedAttempt, LogEntry };
 
 const STATUS = /^(?:[1-5][0-9]{2}|[1-5]xx|error)$/;
 

@@ -1,45 +1,10 @@
 import { html } from "htm/preact";
 import { useEffect, useRef } from "preact/hooks";
+import type { LogEntry } from "../../../usage/log-entry";
 import { formatCost, formatTime } from "../hooks";
 
-export interface FailedAttempt {
-  provider: string;
-  model: string;
-  status: number;
-  error: string;
-}
-
-export interface Entry {
-  id: string;
-  time: string;
-  organizationId: string;
-  organizationName: string | null;
-  keyId: string;
-  keyName: string | null;
-  requestId: string;
-  surface: string;
-  model: string;
-  upstreamModel: string | null;
-  provider: string | null;
-  attempts: number;
-  failedAttempts: FailedAttempt[];
-  status: number;
-  streamed: boolean;
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  cacheWriteTokens: number;
-  cacheWrite1hTokens: number;
-  reasoningTokens: number;
-  inputAudioTokens: number;
-  outputAudioTokens: number;
-  estimated: boolean;
-  cost: number | null;
-  latencyMs: number;
-  /** Present only when the service keeps bodies (REQUEST_LOG_BODIES). */
-  requestBody: string | null;
-  responseBody: string | null;
-}
+export type { FailedAttempt } from "../../../usage/log-entry";
+export type Entry = LogEntry;
 
 /**
  * One request of the log in a modal dialog (the browser's own: focus stays inside, Escape
