@@ -4,7 +4,7 @@ import { NODE_CREDENTIAL_HEADER, type SandboxNodes } from "./nodes";
 import type { SandboxRow } from "./schema";
 
 /** The sandbox operations one node does for a caller on another (callNode, serveNodeCall). */
-export type RemoteOp = "exec" | "readFile" | "readFileBytes" | "writeFile" | "removeFile" | "listDir" | "kill" | "pause" | "connect" | "setTimeout";
+export type RemoteOp = "create" | "exec" | "readFile" | "readFileBytes" | "writeFile" | "removeFile" | "listDir" | "kill" | "pause" | "connect" | "setTimeout";
 
 /** Where a node takes those operations (node-routes.ts). */
 export const NODE_CALL_PATH = "/internal/sandbox-node/call";
@@ -14,7 +14,7 @@ export const NODE_CALL_PATH = "/internal/sandbox-node/call";
  * a sandbox another node runs: done by that node (node-routes.ts), with the node
  * credential. HTTP requests never get here: they are forwarded whole (forward.ts).
  */
-export async function callNode<T>(nodes: SandboxNodes, log: Logger, row: SandboxRow, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
+export async function callNode<T>(nodes: SandboxNodes, log: Logger, row: Pick<SandboxRow, "id" | "organizationId" | "nodeId">, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
   const nodeId = row.nodeId!;
   const url = await nodes.urlOf(nodeId);
   if (!url) throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which is not answering its heartbeat; retry shortly`, { headers: { "retry-after": "5" } });

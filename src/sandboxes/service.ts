@@ -14,6 +14,7 @@ import { findSnapshot } from "./snapshots";
 import { BatchedEvents } from "./event-batch";
 import type { SandboxQuotas } from "./quota";
 import type { SandboxNodes } from "./nodes";
+import type { Placement } from "./placement";
 import { callNode, type RemoteOp } from "./node-calls";
 import { claimStop, finishDestroy } from "./sweeps";
 import { createStarted } from "./start-command";
@@ -63,6 +64,8 @@ export class SandboxService {
   quotas?: SandboxQuotas;
   /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
   nodes?: SandboxNodes;
+  /** Which node runs a new sandbox (placement.ts); undefined: this one (tests of the service alone). */
+  placement?: Placement;
   /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
   readonly destroyFailedAt = new Map<string, number>();
 
@@ -143,6 +146,8 @@ export class SandboxService {
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
     const inst = this.registry.instance(template.backend, "sandbox");
+    // Run by the sandbox-node process beside this one, which judges it.
+    if (!inst && this.registry.heldByNode.has(template.backend)) return undefined;
     if (!inst) return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
     return inst.instance.templateProblem(template);
   }
@@ -173,12 +178,24 @@ export class SandboxService {
     return { template: base, snapshot };
   }
 
-  async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
+  /**
+   * `placed`: this node was chosen by the replica that placed the create (node-routes.ts);
+   * it runs it here, never places it again.
+   */
+  async create(organizationId: string, input: CreateInput, known?: Origin, opts: { placed?: boolean } = {}): Promise<SandboxRow> {
     const { template, snapshot } = known ?? (await this.origin(organizationId, input.templateID));
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
     const resources = resolveResources(template, input.resources ?? {});
     if (typeof resources === "string") throw new ApiError(400, resources);
+    const heldByNode = this.registry.heldByNode.has(template.backend);
+    if (opts.placed && heldByNode) throw new ApiError(409, `this process does not run ${template.backend} sandboxes; its sandbox node does`);
+    // Several nodes: the least loaded one with room runs it (placement.ts). A snapshot's
+    // files are on the node that took it: a node starts sandboxes of it itself.
+    if (!opts.placed && this.placement && this.nodeLocal(template.backend) && !(snapshot && !heldByNode)) {
+      const nodeId = await this.placement.choose(template, resources);
+      if (nodeId) return this.createOn(nodeId, organizationId, input);
+    }
     const backend = this.backend(template.backend);
     // A backend that does not serve `network` gives its sandboxes the network it gives; asking it for rules is a 501.
     const networking = networkingOf(backend, this.sandboxInstance(template.backend).plugin.definition.serves);
@@ -220,6 +237,18 @@ export class SandboxService {
       await this.quotas?.release(id).catch(() => {});
       throw e;
     }
+  }
+
+  /** Whether a backend's sandboxes live in the process that runs it (its node), here or in the node process beside this one. */
+  private nodeLocal(backend: string): boolean {
+    return this.registry.heldByNode.has(backend) || this.registry.instance(backend, "sandbox")?.instance.nodeLocal === true;
+  }
+
+  /** A create placed on another node: done there (node-routes.ts), its row then read here. */
+  private async createOn(nodeId: string, organizationId: string, input: CreateInput): Promise<SandboxRow> {
+    const { id } = await callNode<{ id: string }>(this.nodes!, this.log, { id: "", organizationId, nodeId }, "create", [input]);
+    this.nodes!.remember(id, nodeId);
+    return this.get(organizationId, id);
   }
 
   async list(organizationId: string, status?: string): Promise<SandboxRow[]> {

@@ -1,0 +1,88 @@
+import { sql } from "drizzle-orm";
+import { type Db, rowsOf } from "../db/client";
+import { ApiError } from "../http/errors";
+import type { SandboxResources, SandboxTemplate } from "./backend";
+import { LOST_AFTER_BEATS, type SandboxNodes } from "./nodes";
+
+/** A live sandbox node as placement sees it: what it offers and what its live sandboxes commit. */
+export interface NodeLoad {
+  id: string;
+  url: string;
+  cpus: number;
+  memoryMB: number;
+  labels: string[];
+  committedMemoryMB: number;
+  committedCpus: number;
+}
+
+/**
+ * Where a new sandbox of a node-local backend runs, when several sandbox nodes share the
+ * database: among the live nodes (heartbeat within the lost window) that carry the
+ * template's `nodeLabel`, those with room for its memory (their memory times
+ * SANDBOX_HOST_MEMORY_SHARE, as the local backend admits), the least loaded one (the
+ * larger of its memory and CPU shares once the sandbox is added); on a tie this node,
+ * which saves the forwarding hop. The node's own admission still has the last word: two
+ * replicas placing at once may pick the same node, and its backend refuses what it cannot
+ * hold (503), as on one process.
+ */
+export class Placement {
+  constructor(
+    private readonly db: Db,
+    private readonly nodes: SandboxNodes,
+    private readonly memoryShare: number,
+  ) {}
+
+  /** The node to run it on: this one (undefined) or another's id. 503 naming why when none can. */
+  async choose(template: SandboxTemplate, resources: SandboxResources): Promise<string | undefined> {
+    const loads = await this.liveNodes();
+    const self = this.nodes.id;
+    const label = template.nodeLabel;
+    const labelled = label ? loads.filter((n) => n.labels.includes(label)) : loads;
+    if (!labelled.length) {
+      // No node registered at all: a process alone (its first heartbeat not written yet) runs it itself.
+      if (!loads.length && this.nodes.isNode && !label) return undefined;
+      throw new ApiError(503, label ? `template ${template.id} runs on sandbox nodes labelled "${label}", and none is live; set SANDBOX_NODE_LABELS=${label} on a node` : `no sandbox node is live to run template ${template.id}; retry shortly`, { headers: { "retry-after": "5" } });
+    }
+    const fits = labelled.filter((n) => n.committedMemoryMB + resources.memoryMB <= n.memoryMB * this.memoryShare);
+    if (!fits.length) {
+      throw new ApiError(503, `no sandbox node${label ? ` labelled "${label}"` : ""} has room for ${resources.memoryMB} MB more (the most free: ${Math.max(0, Math.round(Math.max(...labelled.map((n) => n.memoryMB * this.memoryShare - n.committedMemoryMB))))} MB); retry when sandboxes end`, { headers: { "retry-after": "30" } });
+    }
+    const load = (n: NodeLoad) => Math.max((n.committedMemoryMB + resources.memoryMB) / (n.memoryMB * this.memoryShare), (n.committedCpus + resources.cpuCount) / Math.max(n.cpus, 0.1));
+    fits.sort((a, b) => load(a) - load(b) || (a.id === self ? -1 : b.id === self ? 1 : a.id.localeCompare(b.id)));
+    const chosen = fits[0];
+    return chosen.id === self ? undefined : chosen.id;
+  }
+
+  /** The live nodes with the resources their running and paused sandboxes commit (their quota admissions). */
+  async liveNodes(): Promise<NodeLoad[]> {
+    const windowSec = (this.nodes.heartbeatMs * LOST_AFTER_BEATS) / 1000;
+    const rows = await this.db.execute(sql`
+      select n.id, n.url, n.cpus, n.memory_mb, n.labels,
+             coalesce(sum(a.memory_mb), 0) as committed_memory, coalesce(sum(a.cpu_count), 0) as committed_cpus
+        from sandbox_nodes n
+        left join sandboxes s on s.node_id = n.id and s.status in ('running', 'paused')
+        left join sandbox_admissions a on a.sandbox_id = s.id
+       where n.lost_at is null and n.heartbeat_at > now() - make_interval(secs => ${windowSec})
+       group by n.id`);
+    return rowsOf<Record<string, unknown>>(rows).map(toLoad);
+  }
+}
+
+function toLoad(r: Record<string, unknown>): NodeLoad {
+  return {
+    id: String(r.id),
+    url: String(r.url),
+    cpus: Number(r.cpus),
+    memoryMB: Number(r.memory_mb),
+    labels: Array.isArray(r.labels) ? r.labels.map(String) : parseTextArray(r.labels),
+    committedMemoryMB: Number(r.committed_memory),
+    committedCpus: Number(r.committed_cpus),
+  };
+}
+
+/** A text[] some drivers return as its literal (`{a,b}`). */
+function parseTextArray(v: unknown): string[] {
+  if (typeof v !== "string") return [];
+  const inner = v.replace(/^\{|\}$/g, "");
+  return inner ? inner.split(",").map((x) => x.replace(/^"|"$/g, "")) : [];
+}
