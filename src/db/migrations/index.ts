@@ -18,6 +18,7 @@ import m15 from "./0015_budget_leases.sql" with { type: "text" };
 import m16 from "./0016_sandbox_nodes_and_shared_media.sql" with { type: "text" };
 import m17 from "./0017_template_builds.sql" with { type: "text" };
 import m18 from "./0018_stored_resources.sql" with { type: "text" };
+import m19 from "./0019_sandbox_node_labels.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -39,4 +40,5 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0016_sandbox_nodes_and_shared_media", when: 1795775905343, breakpoints: true, sql: m16 },
   { tag: "0017_template_builds", when: 1795776430941, breakpoints: true, sql: m17 },
   { tag: "0018_stored_resources", when: 1795776494157, breakpoints: true, sql: m18 },
+  { tag: "0019_sandbox_node_labels", when: 1795782042916, breakpoints: true, sql: m19 },
 ];
