@@ -68,7 +68,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (created) {
     services.log.info("created organization 'default' and a first API key", { organizationId: created.organizationId });
     services.log.flush();
-    (opts.announceKey ?? announce)(created.key, url, services.registry.instancesOf("model").length === 0);
+    // The sandbox-node worker bootstraps, but clients use PORT, which its siblings serve.
+    const publicUrl = opts.worker?.node ? `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}` : url;
+    (opts.announceKey ?? announce)(created.key, publicUrl, services.registry.instancesOf("model").length === 0);
   }
   let stopping: Promise<void> | undefined;
   return {

@@ -25,7 +25,7 @@ import { createLogger } from "../log";
  *   each worker over its IPC channel, never in argv or the environment.
  */
 export async function runPrimary(config: Config, count: number): Promise<void> {
-  const log = createLogger(config.logLevel, { role: "primary" });
+  const log = createLogger(config.logLevel, { module: "workers" });
   const port = exclusivePort(config.port, config.host);
   const nodePort = config.sandboxes.nodeUrl ? undefined : exclusivePort(0, "127.0.0.1");
   const nodeKey = randomBytes(32).toString("hex");
