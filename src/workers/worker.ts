@@ -1,4 +1,5 @@
 import type { Config } from "../config";
+import { createLogger } from "../log";
 import { startServer } from "../server";
 import type { WorkerRole } from "./role";
 
@@ -46,7 +47,8 @@ export async function runWorker(config: Config, index: number, nodePort: number)
     if (process.ppid !== primary) stop("its primary is gone");
   }, PARENT_CHECK_MS);
   watch.unref();
-  server = await startServer(config, { worker: role });
+  // Every line names its worker: requests (by their requestId) and failures are traced to one process.
+  server = await startServer(config, { worker: role, log: createLogger(config.logLevel, { worker: index }) });
   if (stopping) {
     stopping = false;
     stop("stopped while starting");

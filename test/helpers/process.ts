@@ -52,7 +52,7 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
   };
   let m: RegExpMatchArray;
   try {
-    m = await waitFor(/"msg":"listening","url":"([^"]+)"/);
+    m = await waitFor(/"msg":"listening",(?:"worker":\d+,)?"url":"([^"]+)"/);
   } catch (e) {
     // A service that did not come up in time is still a process: it must not outlive the test.
     proc.kill("SIGKILL");
