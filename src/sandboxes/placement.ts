@@ -53,7 +53,11 @@ export class Placement {
     return chosen.id === self ? undefined : chosen.id;
   }
 
-  /** The live nodes with the resources their running and paused sandboxes commit (their quota admissions). */
+  /**
+   * The live nodes with the resources their running and paused sandboxes commit (their
+   * quota admissions). This node counts as live whatever its last heartbeat says: it is
+   * the one answering (a busy start-up may delay a beat).
+   */
   async liveNodes(): Promise<NodeLoad[]> {
     const windowSec = (this.nodes.heartbeatMs * LOST_AFTER_BEATS) / 1000;
     const rows = await this.db.execute(sql`
@@ -62,7 +66,7 @@ export class Placement {
         from sandbox_nodes n
         left join sandboxes s on s.node_id = n.id and s.status in ('running', 'paused')
         left join sandbox_admissions a on a.sandbox_id = s.id
-       where n.lost_at is null and n.heartbeat_at > now() - make_interval(secs => ${windowSec})
+       where n.lost_at is null and (n.heartbeat_at > now() - make_interval(secs => ${windowSec}) or n.id = ${this.nodes.id})
        group by n.id`);
     return rowsOf<Record<string, unknown>>(rows).map(toLoad);
   }
