@@ -13,14 +13,20 @@ import { ConfigError } from "../settings";
  * free: on the embedded database the service stays one process.
  */
 export function workerCount(config: Config): number {
-  const count = config.workers ?? (config.databaseUrl ? availableParallelism() : 1);
+  const nodePort = config.sandboxes.nodeUrl ? portOf(config.sandboxes.nodeUrl) : undefined;
+  // A replica whose SANDBOX_NODE_URL names PORT (set up before workers existed) stays one
+  // process unless WORKERS says otherwise: its node must answer on PORT.
+  const count = config.workers ?? (config.databaseUrl && nodePort !== config.port ? availableParallelism() : 1);
   if (count > 1 && !config.databaseUrl) {
     throw new ConfigError(`WORKERS=${count} needs DATABASE_URL: the embedded database belongs to one process; set DATABASE_URL to a PostgreSQL server, or WORKERS=1`);
   }
-  if (count > 1 && config.sandboxes.nodeUrl) {
-    const url = new URL(config.sandboxes.nodeUrl);
-    const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-    if (port === config.port) throw new ConfigError(`SANDBOX_NODE_URL's port (${port}) is PORT: with several workers the sandbox-node process listens apart from them; give it a port of its own`);
+  if (count > 1 && nodePort === config.port) {
+    throw new ConfigError(`SANDBOX_NODE_URL's port (${nodePort}) is PORT: with several workers the sandbox-node process listens apart from them, at SANDBOX_NODE_URL's port; give it a port of its own, or set WORKERS=1`);
   }
   return count;
+}
+
+function portOf(url: string): number {
+  const u = new URL(url);
+  return Number(u.port || (u.protocol === "https:" ? 443 : 80));
 }
