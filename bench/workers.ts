@@ -16,7 +16,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { openDatabase } from "../src/db/client";
 import { KeyRepository } from "../src/keys/keys";
-import { children, collect, freePort, root, scratch, type Target, waitForHttp, wrkPost } from "./gateway-targets";
+import { children, collect, freePort, median, root, scratch, type Target, waitForHttp, wrkPost } from "./gateway-targets";
 import { fmt, percentile, startChild } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -109,7 +109,7 @@ export async function run() {
         }
       }
     }
-    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    const med = median;
     console.log(
       `Non-streaming chat completions to a fast local upstream, PostgreSQL on this machine; wrk 1 thread, 64 connections, ${SECONDS} s per block after 2 s of warm-up; ${TP_ROUNDS} rounds, each starting the service afresh with WORKERS=1 then WORKERS=2. ` +
         `CPU: user + system time of the service's process tree (primary, workers, sandbox-node process) per request. wrk and the upstream run on the same ${navigator.hardwareConcurrency} cores.\n`,
