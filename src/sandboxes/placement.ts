@@ -2,7 +2,40 @@ import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../db/client";
 import { ApiError } from "../http/errors";
 import type { SandboxResources, SandboxTemplate } from "./backend";
+import type { Registry } from "../registry/registry";
+import type { Logger } from "../log";
+import type { CreateInput } from "./create-input";
+import { callNode } from "./node-calls";
 import { LOST_AFTER_BEATS, type SandboxNodes } from "./nodes";
+import type { SandboxRow } from "./schema";
+
+/** What a placed create uses of the sandbox service (service.ts). */
+interface PlacingService {
+  readonly registry: Registry;
+  readonly log: Logger;
+  nodes?: SandboxNodes;
+  placement?: Placement;
+  get(organizationId: string, id: string): Promise<SandboxRow>;
+}
+
+/**
+ * A create of a node-local backend's template, run on the node placement chose when that
+ * is another one (the internal node call; its row then read here); undefined: create it
+ * here. `placed`: this node was chosen by the replica that placed it (node-routes.ts), so
+ * it never places it again. A snapshot's files are on the node that took it: a node starts
+ * sandboxes of it itself.
+ */
+export async function createElsewhere(svc: PlacingService, organizationId: string, input: CreateInput, template: SandboxTemplate, resources: SandboxResources, fromSnapshot: boolean, placed: boolean): Promise<SandboxRow | undefined> {
+  const heldByNode = svc.registry.heldByNode.has(template.backend);
+  if (placed && heldByNode) throw new ApiError(409, `this process does not run ${template.backend} sandboxes; its sandbox node does`);
+  const nodeLocal = heldByNode || svc.registry.instance(template.backend, "sandbox")?.instance.nodeLocal === true;
+  if (placed || !svc.placement || !svc.nodes || !nodeLocal || (fromSnapshot && !heldByNode)) return undefined;
+  const nodeId = await svc.placement.choose(template, resources);
+  if (!nodeId) return undefined;
+  const { id } = await callNode<{ id: string }>(svc.nodes, svc.log, { id: "", organizationId, nodeId }, "create", [input]);
+  svc.nodes.remember(id, nodeId);
+  return svc.get(organizationId, id);
+}
 
 /** A live sandbox node as placement sees it: what it offers and what its live sandboxes commit. */
 export interface NodeLoad {

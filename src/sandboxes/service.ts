@@ -14,7 +14,7 @@ import { findSnapshot } from "./snapshots";
 import { BatchedEvents } from "./event-batch";
 import type { SandboxQuotas } from "./quota";
 import type { SandboxNodes } from "./nodes";
-import type { Placement } from "./placement";
+import { createElsewhere, type Placement } from "./placement";
 import { callNode, type RemoteOp } from "./node-calls";
 import { claimStop, finishDestroy } from "./sweeps";
 import { createStarted } from "./start-command";
@@ -64,7 +64,7 @@ export class SandboxService {
   quotas?: SandboxQuotas;
   /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
   nodes?: SandboxNodes;
-  /** Which node runs a new sandbox (placement.ts); undefined: this one (tests of the service alone). */
+  /** Which node runs a new sandbox; undefined: this one (tests of the service alone). */
   placement?: Placement;
   /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
   readonly destroyFailedAt = new Map<string, number>();
@@ -114,13 +114,9 @@ export class SandboxService {
     return pauseOf(inst.instance, inst.plugin.definition.serves);
   }
 
-  /**
-   * Refuses a sandbox another node runs. Requests for one are forwarded to its node
-   * (forward.ts) before they get here; this stops anything else (a caller inside this
-   * process) from acting on a sandbox whose processes are not on this node.
-   */
+  /** Refuses a sandbox another node runs: its requests were forwarded (forward.ts) before they got here; nothing else in this process may act on it. */
   private ownedHere(row: SandboxRow): void {
-    if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
+    if (this.runsElsewhere(row)) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
   }
 
   /** Whether another node runs the sandbox (its operations go there: node-calls.ts). */
@@ -146,8 +142,7 @@ export class SandboxService {
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
     const inst = this.registry.instance(template.backend, "sandbox");
-    // Run by the sandbox-node process beside this one, which judges it.
-    if (!inst && this.registry.heldByNode.has(template.backend)) return undefined;
+    if (!inst && this.registry.heldByNode.has(template.backend)) return undefined; // the sandbox-node process beside this one judges it
     if (!inst) return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
     return inst.instance.templateProblem(template);
   }
@@ -178,24 +173,15 @@ export class SandboxService {
     return { template: base, snapshot };
   }
 
-  /**
-   * `placed`: this node was chosen by the replica that placed the create (node-routes.ts);
-   * it runs it here, never places it again.
-   */
+  /** `placed`: this node was chosen by the replica that placed the create (node-routes.ts). */
   async create(organizationId: string, input: CreateInput, known?: Origin, opts: { placed?: boolean } = {}): Promise<SandboxRow> {
     const { template, snapshot } = known ?? (await this.origin(organizationId, input.templateID));
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
     const resources = resolveResources(template, input.resources ?? {});
     if (typeof resources === "string") throw new ApiError(400, resources);
-    const heldByNode = this.registry.heldByNode.has(template.backend);
-    if (opts.placed && heldByNode) throw new ApiError(409, `this process does not run ${template.backend} sandboxes; its sandbox node does`);
-    // Several nodes: the least loaded one with room runs it (placement.ts). A snapshot's
-    // files are on the node that took it: a node starts sandboxes of it itself.
-    if (!opts.placed && this.placement && this.nodeLocal(template.backend) && !(snapshot && !heldByNode)) {
-      const nodeId = await this.placement.choose(template, resources);
-      if (nodeId) return this.createOn(nodeId, organizationId, input);
-    }
+    const elsewhere = await createElsewhere(this, organizationId, input, template, resources, !!snapshot, !!opts.placed);
+    if (elsewhere) return elsewhere; // another node runs it (placement.ts)
     const backend = this.backend(template.backend);
     // A backend that does not serve `network` gives its sandboxes the network it gives; asking it for rules is a 501.
     const networking = networkingOf(backend, this.sandboxInstance(template.backend).plugin.definition.serves);
@@ -237,18 +223,6 @@ export class SandboxService {
       await this.quotas?.release(id).catch(() => {});
       throw e;
     }
-  }
-
-  /** Whether a backend's sandboxes live in the process that runs it (its node), here or in the node process beside this one. */
-  private nodeLocal(backend: string): boolean {
-    return this.registry.heldByNode.has(backend) || this.registry.instance(backend, "sandbox")?.instance.nodeLocal === true;
-  }
-
-  /** A create placed on another node: done there (node-routes.ts), its row then read here. */
-  private async createOn(nodeId: string, organizationId: string, input: CreateInput): Promise<SandboxRow> {
-    const { id } = await callNode<{ id: string }>(this.nodes!, this.log, { id: "", organizationId, nodeId }, "create", [input]);
-    this.nodes!.remember(id, nodeId);
-    return this.get(organizationId, id);
   }
 
   async list(organizationId: string, status?: string): Promise<SandboxRow[]> {
