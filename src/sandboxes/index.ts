@@ -82,7 +82,7 @@ export const sandboxesModule: RouteModule = {
   surfaces: [sandboxSurface, nodeCallSurface],
   routes: (s) => new Elysia().use(sandboxRoutes(s, sandboxServiceOf(s))).use(nodeRoutes(sandboxNodesOf(s), sandboxServiceOf(s))),
   // A sandbox's requests go to the node that runs it (forward.ts), before anything else sees them.
-  front: (s, dispatch) => sandboxForwarding({ nodes: sandboxNodesOf(s), domain: s.config.sandboxes.domain, dispatch, log: s.log.child({ module: "sandbox-forwarding" }) }),
+  front: (s, dispatch) => sandboxForwarding({ nodes: sandboxNodesOf(s), domain: s.config.sandboxes.domain, dispatch, log: s.log.child({ module: "sandbox-forwarding" }), nodeProcess: runsSingletons(s) ? undefined : () => sandboxNodesOf(s).urlOf(nodeIdentity(s.config.dataDir)) }),
   async start(s) {
     const svc = sandboxServiceOf(s);
     const nodes = sandboxNodesOf(s);

@@ -132,6 +132,15 @@ test("a sandbox created through one worker is used through the other", async () 
   expect(deleted.status).toBe(204);
 }, 120_000);
 
+test("template requests go to the sandbox-node process, where builds can run the sandbox backend", async () => {
+  const before = lines(svc.primary).filter((l) => l.msg === "request" && l.worker === 0 && l.path === "/templates").length;
+  const res = await fresh(`${svc.url}/templates`);
+  expect(res.status).toBe(200);
+  const deadline = Date.now() + 10_000;
+  while (lines(svc.primary).filter((l) => l.msg === "request" && l.worker === 0 && l.path === "/templates").length === before && Date.now() < deadline) await Bun.sleep(50);
+  expect(lines(svc.primary).filter((l) => l.msg === "request" && l.worker === 0 && l.path === "/templates").length).toBe(before + 1);
+}, 60_000);
+
 test("a rolling restart (SIGHUP) refuses no connection of a client looping requests", async () => {
   const before = workerPids(svc.primary);
   let stop = false;
