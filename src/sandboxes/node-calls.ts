@@ -14,9 +14,10 @@ export const NODE_CALL_PATH = "/internal/sandbox-node/call";
  * a sandbox another node runs: done by that node (node-routes.ts), with the node
  * credential. HTTP requests never get here: they are forwarded whole (forward.ts).
  */
-export async function callNode<T>(nodes: SandboxNodes, log: Logger, row: Pick<SandboxRow, "id" | "organizationId" | "nodeId">, op: RemoteOp, args: unknown[], signal?: AbortSignal): Promise<T> {
+export async function callNode<T>(nodes: SandboxNodes, log: Logger, row: Pick<SandboxRow, "id" | "organizationId" | "nodeId">, op: RemoteOp, args: unknown[], signal?: AbortSignal, knownUrl?: string): Promise<T> {
   const nodeId = row.nodeId!;
-  const url = await nodes.urlOf(nodeId);
+  // A create has its node's URL fresh from placement's read; the cached one may predate the node's restart.
+  const url = knownUrl ?? (await nodes.urlOf(nodeId));
   if (!url) throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which is not answering its heartbeat; retry shortly`, { headers: { "retry-after": "5" } });
   const credential = nodes.outgoingCredential();
   if (!credential) throw new ApiError(503, `sandbox ${row.id} runs on another replica (node ${nodeId}); set the same SECRETS_KEY on every replica so they can reach each other`);
@@ -32,7 +33,7 @@ export async function callNode<T>(nodes: SandboxNodes, log: Logger, row: Pick<Sa
     if (signal?.aborted) throw e;
     nodes.forget(row.id, nodeId);
     log.warn("sandbox node did not answer", { sandboxId: row.id, node: nodeId, err: e });
-    throw new ApiError(503, `sandbox ${row.id} runs on node ${nodeId}, which did not answer; retry shortly`, { headers: { "retry-after": "5" } });
+    throw new ApiError(503, `${row.id ? `sandbox ${row.id} runs on node ${nodeId}` : `the sandbox was placed on node ${nodeId}`}, which did not answer; retry shortly`, { headers: { "retry-after": "5" } });
   }
   const body = (await res.json().catch(() => ({}))) as { result?: T; message?: string };
   if (!res.ok) throw new ApiError(res.status, body.message ?? `sandbox node ${nodeId} answered ${res.status}`);

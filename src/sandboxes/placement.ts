@@ -30,10 +30,10 @@ export async function createElsewhere(svc: PlacingService, organizationId: strin
   if (placed && heldByNode) throw new ApiError(409, `this process does not run ${template.backend} sandboxes; its sandbox node does`);
   const nodeLocal = heldByNode || svc.registry.instance(template.backend, "sandbox")?.instance.nodeLocal === true;
   if (placed || !svc.placement || !svc.nodes || !nodeLocal || (fromSnapshot && !heldByNode)) return undefined;
-  const nodeId = await svc.placement.choose(template, resources);
-  if (!nodeId) return undefined;
-  const { id } = await callNode<{ id: string }>(svc.nodes, svc.log, { id: "", organizationId, nodeId }, "create", [input]);
-  svc.nodes.remember(id, nodeId);
+  const node = await svc.placement.choose(template, resources);
+  if (!node) return undefined;
+  const { id } = await callNode<{ id: string }>(svc.nodes, svc.log, { id: "", organizationId, nodeId: node.id }, "create", [input], undefined, node.url);
+  svc.nodes.remember(id, node.id);
   return svc.get(organizationId, id);
 }
 
@@ -65,8 +65,8 @@ export class Placement {
     private readonly memoryShare: number,
   ) {}
 
-  /** The node to run it on: this one (undefined) or another's id. 503 naming why when none can. */
-  async choose(template: SandboxTemplate, resources: SandboxResources): Promise<string | undefined> {
+  /** The node to run it on: this one (undefined) or another (its id and URL as just read). 503 naming why when none can. */
+  async choose(template: SandboxTemplate, resources: SandboxResources): Promise<{ id: string; url: string } | undefined> {
     const loads = await this.liveNodes();
     const self = this.nodes.id;
     const label = template.nodeLabel;
@@ -83,7 +83,7 @@ export class Placement {
     const load = (n: NodeLoad) => Math.max((n.committedMemoryMB + resources.memoryMB) / (n.memoryMB * this.memoryShare), (n.committedCpus + resources.cpuCount) / Math.max(n.cpus, 0.1));
     fits.sort((a, b) => load(a) - load(b) || (a.id === self ? -1 : b.id === self ? 1 : a.id.localeCompare(b.id)));
     const chosen = fits[0];
-    return chosen.id === self ? undefined : chosen.id;
+    return chosen.id === self ? undefined : { id: chosen.id, url: chosen.url };
   }
 
   /**
