@@ -54,9 +54,9 @@ export interface NodeLoad {
  * template's `nodeLabel`, those with room for its memory (their memory times
  * SANDBOX_HOST_MEMORY_SHARE, as the local backend admits), the least loaded one (the
  * larger of its memory and CPU shares once the sandbox is added); on a tie this node,
- * which saves the forwarding hop. The node's own admission still has the last word: two
- * replicas placing at once may pick the same node, and its backend refuses what it cannot
- * hold (503), as on one process.
+ * which saves the forwarding hop. The node's own admission has the last word: when no node
+ * has room, or two replicas placing at once pick the same one, its backend refuses what it
+ * cannot hold (503), as on one process.
  */
 export class Placement {
   constructor(
@@ -76,10 +76,10 @@ export class Placement {
       if (!loads.length && this.nodes.isNode && !label) return undefined;
       throw new ApiError(503, label ? `template ${template.id} runs on sandbox nodes labelled "${label}", and none is live; set SANDBOX_NODE_LABELS=${label} on a node` : `no sandbox node is live to run template ${template.id}; retry shortly`, { headers: { "retry-after": "5" } });
     }
-    const fits = labelled.filter((n) => n.committedMemoryMB + resources.memoryMB <= n.memoryMB * this.memoryShare);
-    if (!fits.length) {
-      throw new ApiError(503, `no sandbox node${label ? ` labelled "${label}"` : ""} has room for ${resources.memoryMB} MB more (the most free: ${Math.max(0, Math.round(Math.max(...labelled.map((n) => n.memoryMB * this.memoryShare - n.committedMemoryMB))))} MB); retry when sandboxes end`, { headers: { "retry-after": "30" } });
-    }
+    // None with room: the least loaded one all the same, whose host admission then refuses
+    // it with its own answer (the same as a single process gives).
+    const withRoom = labelled.filter((n) => n.committedMemoryMB + resources.memoryMB <= n.memoryMB * this.memoryShare);
+    const fits = withRoom.length ? withRoom : labelled;
     const load = (n: NodeLoad) => Math.max((n.committedMemoryMB + resources.memoryMB) / (n.memoryMB * this.memoryShare), (n.committedCpus + resources.cpuCount) / Math.max(n.cpus, 0.1));
     fits.sort((a, b) => load(a) - load(b) || (a.id === self ? -1 : b.id === self ? 1 : a.id.localeCompare(b.id)));
     const chosen = fits[0];
