@@ -6,6 +6,9 @@ import type { SandboxRow } from "./schema";
 /** The sandbox operations one node does for a caller on another (callNode, serveNodeCall). */
 export type RemoteOp = "create" | "exec" | "readFile" | "readFileBytes" | "writeFile" | "removeFile" | "listDir" | "kill" | "pause" | "connect" | "setTimeout";
 
+/** A node refused the connection: the call never reached it (a create may go to another node). */
+export class NodeUnreachable extends ApiError {}
+
 /** Where a node takes those operations (node-routes.ts). */
 export const NODE_CALL_PATH = "/internal/sandbox-node/call";
 
@@ -33,7 +36,10 @@ export async function callNode<T>(nodes: SandboxNodes, log: Logger, row: Pick<Sa
     if (signal?.aborted) throw e;
     nodes.forget(row.id, nodeId);
     log.warn("sandbox node did not answer", { sandboxId: row.id, node: nodeId, err: e });
-    throw new ApiError(503, `${row.id ? `sandbox ${row.id} runs on node ${nodeId}` : `the sandbox was placed on node ${nodeId}`}, which did not answer; retry shortly`, { headers: { "retry-after": "5" } });
+    const message = `${row.id ? `sandbox ${row.id} runs on node ${nodeId}` : `the sandbox was placed on node ${nodeId}`}, which did not answer; retry shortly`;
+    const code = (e as { code?: string }).code;
+    if (code === "ConnectionRefused" || code === "ECONNREFUSED") throw new NodeUnreachable(503, message, { headers: { "retry-after": "5" } });
+    throw new ApiError(503, message, { headers: { "retry-after": "5" } });
   }
   const body = (await res.json().catch(() => ({}))) as { result?: T; message?: string };
   if (!res.ok) throw new ApiError(res.status, body.message ?? `sandbox node ${nodeId} answered ${res.status}`);

@@ -5,7 +5,7 @@ import type { SandboxResources, SandboxTemplate } from "./backend";
 import type { Registry } from "../registry/registry";
 import type { Logger } from "../log";
 import type { CreateInput } from "./create-input";
-import { callNode } from "./node-calls";
+import { callNode, NodeUnreachable } from "./node-calls";
 import { LOST_AFTER_BEATS, type SandboxNodes } from "./nodes";
 import type { SandboxRow } from "./schema";
 
@@ -30,11 +30,21 @@ export async function createElsewhere(svc: PlacingService, organizationId: strin
   if (placed && heldByNode) throw new ApiError(409, `this process does not run ${template.backend} sandboxes; its sandbox node does`);
   const nodeLocal = heldByNode || svc.registry.instance(template.backend, "sandbox")?.instance.nodeLocal === true;
   if (placed || !svc.placement || !svc.nodes || !nodeLocal || (fromSnapshot && !heldByNode)) return undefined;
-  const node = await svc.placement.choose(template, resources);
-  if (!node) return undefined;
-  const { id } = await callNode<{ id: string }>(svc.nodes, svc.log, { id: "", organizationId, nodeId: node.id }, "create", [input], undefined, node.url);
-  svc.nodes.remember(id, node.id);
-  return svc.get(organizationId, id);
+  // A node that stopped still looks live until its heartbeats are missed: one that refuses
+  // the connection never got the create, which goes to the next choice.
+  const unreachable = new Set<string>();
+  for (;;) {
+    const node = await svc.placement.choose(template, resources, unreachable);
+    if (!node) return undefined;
+    try {
+      const { id } = await callNode<{ id: string }>(svc.nodes, svc.log, { id: "", organizationId, nodeId: node.id }, "create", [input], undefined, node.url);
+      svc.nodes.remember(id, node.id);
+      return svc.get(organizationId, id);
+    } catch (e) {
+      if (!(e instanceof NodeUnreachable) || unreachable.size >= 3) throw e;
+      unreachable.add(node.id);
+    }
+  }
 }
 
 /** A live sandbox node as placement sees it: what it offers and what its live sandboxes commit. */
@@ -66,8 +76,8 @@ export class Placement {
   ) {}
 
   /** The node to run it on: this one (undefined) or another (its id and URL as just read). 503 naming why when none can. */
-  async choose(template: SandboxTemplate, resources: SandboxResources): Promise<{ id: string; url: string } | undefined> {
-    const loads = await this.liveNodes();
+  async choose(template: SandboxTemplate, resources: SandboxResources, unreachable: Set<string> = new Set()): Promise<{ id: string; url: string } | undefined> {
+    const loads = (await this.liveNodes()).filter((n) => !unreachable.has(n.id));
     const self = this.nodes.id;
     const label = template.nodeLabel;
     const labelled = label ? loads.filter((n) => n.labels.includes(label)) : loads;
