@@ -5,6 +5,8 @@ import type { WorkerRole } from "./role";
 
 /** How often a worker checks that its primary is still there. */
 const PARENT_CHECK_MS = 1000;
+/** Longest a worker's graceful stop may take (the primary's own deadline for it is 60 s). */
+const STOP_DEADLINE_MS = 55_000;
 
 /**
  * One worker of a multi-worker service (`gateway worker <index> <node port>`, started by
@@ -33,6 +35,13 @@ export async function runWorker(config: Config, index: number, nodePort: number)
     stopping = true;
     if (!server) return; // stopped once started (below)
     server.services.log.info("worker stopping", { worker: index, why });
+    // A shutdown that hangs (a database that stopped answering) must not leave a worker
+    // running without its primary: it ends after STOP_DEADLINE_MS whatever is left.
+    setTimeout(() => {
+      server?.services.log.error("worker did not stop in time; exiting", { worker: index, why, afterMs: STOP_DEADLINE_MS });
+      server?.services.log.flush();
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
     server.stop().then(
       () => process.exit(0),
       (err) => {
