@@ -32,11 +32,13 @@ afterAll(async () => {
 });
 
 async function startWorkers(dataDir: string): Promise<Started> {
-  const primary = await spawnService([process.execPath, "src/main.ts", "serve"], { ...env, DATA_DIR: dataDir }, { cwd: ROOT, timeoutMs: 120_000 });
+  // Registered first: workers of a primary that failed to start are found by their DATA_DIR.
+  let primary: ServiceProcess | undefined;
   cleanup.push(() => {
-    if (primary.proc.exitCode === null) primary.proc.kill("SIGKILL");
+    if (primary?.proc.exitCode === null) primary.proc.kill("SIGKILL");
     killProcessesUnder(dataDir);
   });
+  primary = await spawnService([process.execPath, "src/main.ts", "serve"], { ...env, DATA_DIR: dataDir }, { cwd: ROOT, timeoutMs: 120_000 });
   const m = await primary.waitFor(/"msg":"workers listening","module":"workers","url":"([^"]+)"/, 120_000);
   return { primary, url: m[1] };
 }
