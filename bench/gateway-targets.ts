@@ -31,6 +31,8 @@ export interface Target {
   headers: Record<string, string>;
   /** The process serving it, whose CPU time is read around each throughput round. */
   pid: number;
+  /** Several processes serving it (a multi-worker service): their CPU times are summed instead. */
+  pids?: () => number[];
   /** Why the target could not be measured in a mode (it failed its check request). */
   failed?: Partial<Record<Mode, string>>;
 }
@@ -209,10 +211,11 @@ export async function wrkPost(t: Target, mode: Mode, seconds: number, dir: strin
   const args = [...pinned(cpus), "wrk", "-t", "1", "-c", String(CONNECTIONS), "-d", `${Math.max(1, Math.round(seconds))}s`, "-s", script];
   for (const [k, v] of Object.entries(t.headers)) args.push("-H", `${k}: ${v}`);
   args.push(urlOf(t, mode));
-  const ticksBefore = cpuTicks(t.pid);
+  const pids = t.pids?.() ?? [t.pid];
+  const ticksBefore = pids.reduce((n, pid) => n + cpuTicks(pid), 0);
   const proc = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  const ticks = cpuTicks(t.pid) - ticksBefore;
+  const ticks = pids.reduce((n, pid) => n + cpuTicks(pid), 0) - ticksBefore;
   if (code !== 0) throw new Error(`wrk failed: ${err}`);
   const requests = Number(out.match(/(\d+) requests in/)?.[1]);
   return {

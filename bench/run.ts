@@ -26,6 +26,7 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   metrics: () => import("./metrics"),
   startup: () => import("./startup"),
   memory: () => import("./memory"),
+  workers: () => import("./workers"),
 };
 
 const wanted = process.argv.slice(2);

@@ -6,7 +6,8 @@ import type { Services } from "./services";
 export function healthRoutes(s: Services) {
   const detail = (operationId: string, summary: string) => ({ tags: ["operations"], operationId, summary });
   return new Elysia()
-    .get("/healthz", () => ({ status: "ok" as const }), { response: t.Object({ status: t.Literal("ok") }), detail: detail("getHealth", "Liveness: the process is up") })
+    // The process that answered (a multi-worker service spreads requests over several).
+    .get("/healthz", ({ set }) => ((set.headers["x-served-by-pid"] = String(process.pid)), { status: "ok" as const }), { response: t.Object({ status: t.Literal("ok") }), detail: detail("getHealth", "Liveness: the process is up") })
     .get(
       "/readyz",
       async ({ set }) => {

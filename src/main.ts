@@ -15,6 +15,9 @@ import { openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
 import { routeModules } from "./app";
 import { type McpAllowList, scopesProblem } from "./keys/keys";
 import { startServer } from "./server";
+import { workerCount } from "./workers/count";
+import { runPrimary } from "./workers/primary";
+import { runWorker } from "./workers/worker";
 import { failureLine } from "./startup-failure";
 import { templatesCommand, TEMPLATES_USAGE, TemplatesUsageError } from "./templates/cli";
 import { MCP_USAGE, mcpCommand, McpUsageError } from "./mcp/cli";
@@ -65,8 +68,18 @@ async function main(argv: string[]): Promise<number> {
     const res = await fetch(`http://127.0.0.1:${config.port}/healthz`).catch(() => undefined);
     return res?.ok ? 0 : 1;
   }
+  if (command === "worker") {
+    // Started by `serve` (workers/primary.ts): not a command for people, so not in USAGE.
+    await runWorker(config, Number(sub), Number(rest[0] ?? 0));
+    return -1;
+  }
   if (command === "serve") {
     await restartWithAllocatorTuned(config);
+    const workers = workerCount(config);
+    if (workers > 1) {
+      await runPrimary(config, workers);
+      return -1;
+    }
     // The handlers come before start-up: a signal while the service starts (migrations, the
     // first key's bootstrap) lets it finish starting, then stops it the same graceful way,
     // instead of killing it half-way. (Not before the restart above: a signal caught there

@@ -7,6 +7,7 @@ import { removeAdminEndpoint, writeAdminEndpoint } from "./keys/local-admin";
 import { NO_PROVIDER_HINT } from "./gateway/hints";
 import { installLastResort } from "./last-resort";
 import { bootstrap, createServices, type Services } from "./services";
+import { runsSingletons, type WorkerRole } from "./workers/role";
 
 export interface RunningServer {
   services: Services;
@@ -29,29 +30,33 @@ export interface StartOptions {
   observeResponses?: ResponseObserver;
   /** Where log lines go (default: stdout at the configured level). */
   log?: Logger;
+  /** This process's part of a multi-worker service (src/workers/primary.ts). */
+  worker?: WorkerRole;
 }
 
 /** Given the app, returns what to do with each request's response. */
 export type ResponseObserver = (app: App) => (request: Request, response: Response) => Response | Promise<Response>;
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
-  const services = await createServices(config, { database: opts.database, log: opts.log });
+  const services = await createServices(config, { database: opts.database, log: opts.log, worker: opts.worker });
   const modules = opts.modules ?? routeModules;
   const app = createApp(services, modules);
   await startModules(services, modules);
   if (opts.observeResponses) observe(app, opts.observeResponses(app));
   try {
-    listen(app, config);
+    listen(app, config, opts.worker);
   } catch (err) {
     await services.close();
     if ((err as { code?: string }).code === "EADDRINUSE") {
+      if (opts.worker?.node) throw new ConfigError(`the sandbox-node port ${opts.worker.nodePort} is already in use: free it, or set SANDBOX_NODE_URL to a free port`);
       throw new ConfigError(`port ${config.port} on ${config.host} is already in use (another service running?): stop that process or set PORT to a free port`);
     }
     throw err;
   }
   // After listening, so that a service that cannot start does not create the first key
   // without ever showing it (it is shown once, on the start that creates it).
-  const created = await bootstrap(services);
+  // Once per service: several workers at once would each find the database empty.
+  const created = runsSingletons(services) ? await bootstrap(services) : undefined;
   const server = app.server!;
   const removeLastResort = installLastResort(services.log);
   const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
@@ -59,11 +64,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // once the service answers, so a CLI that finds it can use it.
   if (services.localAdminToken) writeAdminEndpoint(config.dataDir, { url, token: services.localAdminToken, pid: process.pid });
   for (const hook of services.onListening) await hook(url);
-  services.log.info("listening", { url, port: server.port, database: services.database.kind });
+  services.log.info("listening", { url, port: server.port, database: services.database.kind, ...(opts.worker ? { worker: opts.worker.index, role: opts.worker.node ? "sandbox node" : "service" } : {}) });
   if (created) {
     services.log.info("created organization 'default' and a first API key", { organizationId: created.organizationId });
     services.log.flush();
-    (opts.announceKey ?? announce)(created.key, url, services.registry.instancesOf("model").length === 0);
+    // The sandbox-node worker bootstraps, but clients use PORT, which its siblings serve.
+    const publicUrl = opts.worker?.node ? `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}` : url;
+    (opts.announceKey ?? announce)(created.key, publicUrl, services.registry.instancesOf("model").length === 0);
   }
   let stopping: Promise<void> | undefined;
   return {
@@ -118,20 +125,37 @@ function observe(app: App, observer: (request: Request, response: Response) => R
   });
 }
 
-function listen(app: App, config: Config): void {
+/** Where this process listens: PORT, or the sandbox-node process's own port (nodeAddress). */
+function listen(app: App, config: Config, worker: WorkerRole | undefined): void {
+  const node = worker?.node ? nodeAddress(config, worker) : undefined;
   app.listen({
-    port: config.port,
-    hostname: config.host,
+    port: node?.port ?? config.port,
+    hostname: node?.host ?? config.host,
     // Our own parser enforces the limit with a proper error body; Bun's cap is a backstop.
     maxRequestBodySize: config.bodyLimitBytes * 2,
     // Streams (SSE, long sandbox commands) may be quiet for a while.
     idleTimeout: 255,
     // Elysia turns SO_REUSEPORT on by default. Threat: a second service started on the same
     // port by mistake (or on the same DATA_DIR) would silently take half the connections
-    // instead of failing to start; without it the second one stops with EADDRINUSE.
-    reusePort: false,
+    // instead of failing to start; without it the second one stops with EADDRINUSE. Only
+    // the service workers of one primary share PORT, and the primary first binds it alone
+    // (workers/primary.ts), so a second service still fails to start.
+    reusePort: !!worker && !worker.node,
     // Elysia sets Bun's development mode unless NODE_ENV=production: Bun's error page for an
     // uncaught error, with its stack, is not for clients.
     development: false,
   });
+}
+
+/**
+ * The sandbox-node process of a multi-worker service listens apart from PORT: requests
+ * forwarded to it must reach it, not whichever worker the kernel picks. On loopback unless
+ * SANDBOX_NODE_URL says other hosts reach it (then on HOST, at that URL's port).
+ */
+export function nodeAddress(config: Config, worker: WorkerRole): { host: string; port: number } {
+  if (config.sandboxes.nodeUrl) {
+    const url = new URL(config.sandboxes.nodeUrl);
+    return { host: config.host, port: Number(url.port || (url.protocol === "https:" ? 443 : 80)) };
+  }
+  return { host: "127.0.0.1", port: worker.nodePort ?? 0 };
 }

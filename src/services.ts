@@ -10,6 +10,7 @@ import { newLocalAdminToken } from "./keys/local-admin";
 import { createLogger, type Logger } from "./log";
 import { type PluginModule, pluginApi } from "./plugin-api";
 import { Registry } from "./registry/registry";
+import type { WorkerRole } from "./workers/role";
 
 /**
  * Everything a route module may use, built once at start-up. Route modules receive
@@ -38,6 +39,8 @@ export interface Services {
   onShutdown: (() => Promise<void> | void)[];
   /** Run once the server listens, with the URL it answers on (a sandbox node registers its address). */
   onListening: ((url: string) => Promise<void> | void)[];
+  /** This process's part of a multi-worker service; undefined: a process alone, doing everything. */
+  worker?: WorkerRole;
   close(): Promise<void>;
 }
 
@@ -47,6 +50,7 @@ export interface ServiceOptions {
   builtins?: PluginModule[];
   /** An already opened database (tests share one per file). */
   database?: Database;
+  worker?: WorkerRole;
 }
 
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
@@ -70,6 +74,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     env: config.env,
     dataDir: config.dataDir,
     log,
+    nodeLocalElsewhere: opts.worker ? !opts.worker.node : false,
   });
   const services: Services = {
     config,
@@ -86,6 +91,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     afterAuth: [],
     onShutdown: [],
     onListening: [],
+    worker: opts.worker,
     async close() {
       await authCache.stop();
       for (const hook of services.onShutdown.reverse()) await hook();

@@ -56,6 +56,7 @@ export default definePlugin({
   description: "Sandboxes on this host in bubblewrap namespaces (user, pid, mount, ipc, uts, net, cgroup), each in a cgroup of its own, with a network under an egress policy (pasta, nftables)",
   serves: ["processes", "filesystem", "pause", "network"],
   templateFields: localTemplateFields,
+  nodeLocal: true,
   configSchema,
   // Zero configuration on by default; SANDBOX_LOCAL=off disables it, and
   // SANDBOX_LOCAL=without-cgroups runs it without per-sandbox limits (withoutCgroups).

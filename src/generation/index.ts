@@ -3,6 +3,7 @@ import { CallbackWorker } from "./callbacks";
 import { generationRoutes, generationSurfaces } from "./routes";
 import { generationFor } from "./service";
 import { PredictionWorker } from "./worker";
+import { runsSingletons } from "../workers/role";
 
 /**
  * Asynchronous image, audio and video generation. A request reads top to bottom through:
@@ -23,6 +24,7 @@ export const generationModule: RouteModule = {
     callbacks.start();
     let sweeping: Promise<void> | undefined;
     const sweeper = setInterval(() => {
+      if (!runsSingletons(s)) return;
       sweeping ??= g.sweep().catch((err) => s.log.warn("generation: sweep failed", { err })).finally(() => (sweeping = undefined));
     }, g.settings.archiveIntervalMs);
     return async () => {

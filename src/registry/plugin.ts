@@ -78,6 +78,12 @@ export interface SandboxPluginDefinition<S extends TSchema = TSchema, F extends 
    * the shared ones; its backend receives them on every template.
    */
   templateFields?: F;
+  /**
+   * Its sandboxes live in the process that runs the backend (its cgroups, namespaces,
+   * directories): that process is a sandbox node, and a service worker that is not the
+   * node leaves the backend to it (src/workers). Must agree with the backend's `nodeLocal`.
+   */
+  nodeLocal?: boolean;
   create(config: Static<S>, ctx: PluginContext): SandboxBackend<TemplateFieldsOf<F>> | Promise<SandboxBackend<TemplateFieldsOf<F>>>;
 }
 
@@ -106,4 +112,5 @@ export const PluginDefinitionSchema = Type.Object({
   catalog: Type.Optional(Type.Object({ modelsDev: Type.String(), prices: Type.String() }, { additionalProperties: true })),
   enabledBy: Type.Optional(Type.String()),
   templateFields: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  nodeLocal: Type.Optional(Type.Boolean()),
 });

@@ -47,6 +47,11 @@ export interface RegistryOptions<A = unknown> {
   env: Record<string, string | undefined>;
   dataDir: string;
   log: Logger;
+  /**
+   * A service worker beside a sandbox-node process (src/workers): node-local sandbox
+   * backends get no instance here; their sandboxes are the node's, reached by forwarding.
+   */
+  nodeLocalElsewhere?: boolean;
 }
 
 /**
@@ -95,7 +100,10 @@ export class Registry {
     return loaded;
   }
 
-  private async createInstances(opts: Pick<RegistryOptions, "providers" | "env" | "dataDir" | "log">): Promise<void> {
+  /** Instance names of node-local sandbox backends left to the node process (RegistryOptions.nodeLocalElsewhere). */
+  readonly heldByNode = new Set<string>();
+
+  private async createInstances(opts: Pick<RegistryOptions, "providers" | "env" | "dataDir" | "log" | "nodeLocalElsewhere">): Promise<void> {
     const configured = opts.providers ?? {};
     // `fromFile`: written by the operator, so checked strictly (an unknown key is a typo); a plugin's fromEnv answer is its own.
     const wanted: { name: string; pluginName: string; config: unknown; origin: string; fromFile: boolean }[] = [];
@@ -116,6 +124,12 @@ export class Registry {
         const known = [...this.plugins.keys()];
         const near = closestKey(w.pluginName, known);
         throw new PluginError(`${w.origin}: unknown plugin "${w.pluginName}"${near ? ` (did you mean "${near}"?)` : ""}; known: ${known.join(", ") || "none"}`);
+      }
+      // Threat: a second process running a node-local backend on the same DATA_DIR would
+      // sweep the node's sandboxes as leftovers (they are not its own): it never gets one.
+      if (opts.nodeLocalElsewhere && plugin.definition.kind === "sandbox" && plugin.definition.nodeLocal) {
+        this.heldByNode.add(w.name);
+        continue;
       }
       // Defaults first, so an omitted optional setting is not reported as missing.
       const config = Value.Default(plugin.definition.configSchema, structuredClone(w.config));

@@ -37,6 +37,8 @@ export interface SharedTemplate {
   startCmd?: string;
   /** Run until it succeeds before a create returns (E2B's setReadyCmd). */
   readyCmd?: string;
+  /** Its sandboxes run only on sandbox nodes with this label (SANDBOX_NODE_LABELS; placement.ts). */
+  nodeLabel?: string;
 }
 
 /** A sandbox's resources, resolved from its template and the create body. */

@@ -26,6 +26,8 @@ import { NODE_CREDENTIAL_HEADER, type SandboxNodes } from "./nodes";
 
 /** `/sandboxes/<id>` anywhere in the path (REST, E2B control plane, admin routes). */
 const PATH_ID = /\/sandboxes\/(sbx_[0-9a-z]{1,64})(?:\/|$)/;
+/** Template builds and uploads (src/templates, E2B's template routes): run where the sandbox backend runs. */
+const TEMPLATE_PATH = /^\/(templates|template-uploads)(\/|$)|^\/e2b\/(v[0-9]+\/)?templates(\/|$)/;
 const HOST_ID = /^[0-9]{1,5}-(sbx_[0-9a-z]{1,64})$/;
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
 
@@ -48,6 +50,11 @@ export function sandboxIdOf(request: Request, path: string, hostSuffix: string |
 
 export interface ForwardingDeps {
   nodes: SandboxNodes;
+  /**
+   * A service worker of a multi-worker service (src/workers): the URL of this host's
+   * sandbox-node process, where template requests go (undefined while it is not known).
+   */
+  nodeProcess?: () => Promise<string | undefined>;
   /** SANDBOX_DOMAIN (host routing), if set. */
   domain?: string;
   /** Sends a request through the app from the top (after the owner turned out to be this replica). */
@@ -73,8 +80,22 @@ export function sandboxForwarding(d: ForwardingDeps) {
     if (!target.url) return refusal(503, `sandbox ${sandboxId} runs on node ${target.nodeId}, which is not answering its heartbeat; retry shortly (it is marked lost if it does not come back)`, { "retry-after": "5" });
     const credential = nodes.outgoingCredential();
     if (!credential) return refusal(503, `sandbox ${sandboxId} runs on another replica (node ${target.nodeId}), and requests cannot be forwarded to it without a shared SECRETS_KEY; set the same SECRETS_KEY on every replica`);
+    try {
+      return await relay(request, target.url, credential, server);
+    } catch (e) {
+      if (request.signal.aborted) return refusal(499, "the client went away");
+      nodes.forget(sandboxId, target.nodeId);
+      d.log.warn("sandbox node did not answer a forwarded request", { sandboxId, node: target.nodeId, err: e });
+      // Marked lost meanwhile (or finished): its record is the same on every replica.
+      if (!request.bodyUsed && !(await nodes.lookup(sandboxId))) return serveHere(request);
+      return refusal(503, `sandbox ${sandboxId} runs on node ${target.nodeId}, which did not answer; retry shortly (it is marked lost if it does not come back)`, { "retry-after": "5" });
+    }
+  };
+
+  /** The request, whole, to `base` with the node credential; the answer streamed back. Throws when the node does not answer. */
+  const relay = async (request: Request, base: string, credential: string, server: Server<unknown> | null): Promise<Response> => {
     const url = new URL(request.url);
-    const to = `${target.url.replace(/\/+$/, "")}${url.pathname}${url.search}`;
+    const to = `${base.replace(/\/+$/, "")}${url.pathname}${url.search}`;
     const headers = new Headers();
     for (const [k, v] of request.headers) if (!HOP_BY_HOP.includes(k) && k !== NODE_CREDENTIAL_HEADER) headers.append(k, v);
     headers.set(NODE_CREDENTIAL_HEADER, credential);
@@ -85,28 +106,32 @@ export function sandboxForwarding(d: ForwardingDeps) {
       if (relayWebSocket(request, server, to.replace(/^http/, "ws"), Object.fromEntries(headers))) return new Response(null, { status: 101 });
       return refusal(400, "the WebSocket upgrade was refused");
     }
-    let upstream: Response;
-    try {
-      upstream = await fetch(to, {
-        method: request.method,
-        headers,
-        body: request.method === "GET" || request.method === "HEAD" ? undefined : request.body,
-        redirect: "manual",
-        signal: request.signal,
-        decompress: false,
-        duplex: "half",
-      } as RequestInit);
-    } catch (e) {
-      if (request.signal.aborted) return refusal(499, "the client went away");
-      nodes.forget(sandboxId, target.nodeId);
-      d.log.warn("sandbox node did not answer a forwarded request", { sandboxId, node: target.nodeId, err: e });
-      // Marked lost meanwhile (or finished): its record is the same on every replica.
-      if (!request.bodyUsed && !(await nodes.lookup(sandboxId))) return serveHere(request);
-      return refusal(503, `sandbox ${sandboxId} runs on node ${target.nodeId}, which did not answer; retry shortly (it is marked lost if it does not come back)`, { "retry-after": "5" });
-    }
+    const upstream = await fetch(to, {
+      method: request.method,
+      headers,
+      body: request.method === "GET" || request.method === "HEAD" ? undefined : request.body,
+      redirect: "manual",
+      signal: request.signal,
+      decompress: false,
+      duplex: "half",
+    } as RequestInit);
     const out = new Headers();
     for (const [k, v] of upstream.headers) if (!HOP_BY_HOP.includes(k)) out.append(k, v);
     return new Response(upstream.body, { status: upstream.status, statusText: upstream.statusText, headers: out });
+  };
+
+  /** A service worker's template request (builds run sandboxes with the backend itself), to this host's sandbox-node process. */
+  const toNodeProcess = async (request: Request, server: Server<unknown> | null): Promise<Response> => {
+    const url = await d.nodeProcess!();
+    const credential = nodes.outgoingCredential();
+    if (!url || !credential) return refusal(503, "the sandbox-node process of this service is not answering; retry shortly", { "retry-after": "5" });
+    try {
+      return await relay(request, url, credential, server);
+    } catch (e) {
+      if (request.signal.aborted) return refusal(499, "the client went away");
+      d.log.warn("the sandbox-node process did not answer a forwarded template request", { err: e });
+      return refusal(503, "the sandbox-node process of this service did not answer; retry shortly", { "retry-after": "5" });
+    }
   };
 
   const serveHere = (request: Request): Promise<Response> => {
@@ -134,6 +159,7 @@ export function sandboxForwarding(d: ForwardingDeps) {
       const owner = sandboxId ? nodes.known(sandboxId) : null;
       // Ours, or served by any replica: the common case costs a map lookup.
       if (sandboxId && owner !== null && owner !== nodes.id) answer = route(request, sandboxId, server);
+      else if (d.nodeProcess && !sandboxId && TEMPLATE_PATH.test(path)) answer = toNodeProcess(request, server);
     }
     if (answer) return answer;
   });

@@ -12,6 +12,9 @@ import { nodeCallSurface, nodeRoutes } from "./node-routes";
 import { nodeCredential, nodeIdentity, SandboxNodes } from "./nodes";
 import { secretsKeyFor } from "../events/secrets";
 import { loadTemplates } from "./templates";
+import { randomBytes } from "node:crypto";
+import { runsSingletons } from "../workers/role";
+import { Placement } from "./placement";
 
 const services = new WeakMap<Services, SandboxService>();
 
@@ -29,6 +32,7 @@ export function sandboxServiceOf(s: Services): SandboxService {
     svc.networkMode = s.config.sandboxes.network;
     const c = s.config.sandboxes;
     svc.nodes = sandboxNodesOf(s);
+    svc.placement = new Placement(s.db, svc.nodes, hostMemoryShare(s.config.env));
     svc.quotas = new SandboxQuotas(s.db, { maxSandboxes: c.orgMaxSandboxes, maxMemoryMB: c.orgMaxMemoryMB, maxCpus: c.orgMaxCpus });
     if (observe) {
       const service = svc;
@@ -45,9 +49,11 @@ const nodeSets = new WeakMap<Services, SandboxNodes>();
 export function sandboxNodesOf(s: Services): SandboxNodes {
   let n = nodeSets.get(s);
   if (!n) {
-    const key = secretsKeyFor(s);
+    const key = secretsKeyFor(s) ?? s.worker?.nodeKey;
     n = new SandboxNodes(s.db, s.log.child({ module: "sandbox-nodes" }), {
-      id: nodeIdentity(s.config.dataDir),
+      // A service worker is never a node: an id of its own for this run (DATA_DIR's is the node process's).
+      id: runsSingletons(s) ? nodeIdentity(s.config.dataDir) : `node_${randomBytes(12).toString("hex")}`,
+      labels: s.config.sandboxes.nodeLabels,
       url: s.config.sandboxes.nodeUrl,
       heartbeatMs: s.config.sandboxes.nodeHeartbeatMs,
       credential: key ? nodeCredential(key) : undefined,
@@ -55,6 +61,12 @@ export function sandboxNodesOf(s: Services): SandboxNodes {
     nodeSets.set(s, n);
   }
   return n;
+}
+
+/** SANDBOX_HOST_MEMORY_SHARE as the local backend reads it (providers/local): how far a node's memory may be committed. */
+function hostMemoryShare(env: Record<string, string | undefined>): number {
+  const share = Number(env.SANDBOX_HOST_MEMORY_SHARE?.trim() || 1.5);
+  return Number.isFinite(share) && share > 0 ? share : 1.5;
 }
 
 const networks = new WeakMap<Services, SandboxNetworks>();
@@ -70,10 +82,13 @@ export const sandboxesModule: RouteModule = {
   surfaces: [sandboxSurface, nodeCallSurface],
   routes: (s) => new Elysia().use(sandboxRoutes(s, sandboxServiceOf(s))).use(nodeRoutes(sandboxNodesOf(s), sandboxServiceOf(s))),
   // A sandbox's requests go to the node that runs it (forward.ts), before anything else sees them.
-  front: (s, dispatch) => sandboxForwarding({ nodes: sandboxNodesOf(s), domain: s.config.sandboxes.domain, dispatch, log: s.log.child({ module: "sandbox-forwarding" }) }),
+  front: (s, dispatch) => sandboxForwarding({ nodes: sandboxNodesOf(s), domain: s.config.sandboxes.domain, dispatch, log: s.log.child({ module: "sandbox-forwarding" }), nodeProcess: runsSingletons(s) ? undefined : () => sandboxNodesOf(s).urlOf(nodeIdentity(s.config.dataDir)) }),
   async start(s) {
     const svc = sandboxServiceOf(s);
     const nodes = sandboxNodesOf(s);
+    // A service worker of a multi-worker service: the node process beside it runs the
+    // sandboxes, their reaper and the watch for lost nodes; this one forwards to it.
+    if (!runsSingletons(s)) return () => svc.flush();
     for (const template of svc.templates.values()) {
       const problem = svc.templateProblem(template);
       if (problem) s.log.warn("sandbox template unavailable", { template: template.id, problem });

@@ -6,7 +6,7 @@ import type { SandboxNodes } from "./nodes";
 import { NODE_CREDENTIAL_HEADER } from "./nodes";
 import type { SandboxUser } from "./backend";
 import type { RemoteOp } from "./node-calls";
-import type { SandboxService } from "./service";
+import type { CreateInput, SandboxService } from "./service";
 
 /**
  * Sandbox operations one node does for a caller in another replica's process (an agent's
@@ -39,6 +39,13 @@ export function nodeRoutes(nodes: SandboxNodes, sandboxes: SandboxService) {
  */
 export async function serveNodeCall(svc: SandboxService, call: { op: string; organizationId: string; sandboxId: string; args: unknown[] }): Promise<unknown> {
   const { organizationId: org, sandboxId: id, args } = call;
+  // A create placed here by another replica (placement.ts): checked again by the create itself.
+  if (call.op === "create") {
+    const input = args[0] as { templateID?: unknown } | null;
+    if (typeof input?.templateID !== "string") throw new ApiError(400, "create: { templateID, ... }");
+    const row = await svc.create(org, input as CreateInput, undefined, { placed: true });
+    return { id: row.id };
+  }
   const row = await svc.get(org, id);
   if (svc.runsElsewhere(row) || (row.nodeId === null && svc.nodes)) throw new ApiError(409, `sandbox ${id} does not run on this node`);
   const str = (i: number) => {

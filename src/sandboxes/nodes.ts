@@ -59,6 +59,8 @@ export interface NodeOptions {
   /** SANDBOX_NODE_URL; undefined: the loopback address the service listens on, known once it listens. */
   url?: string;
   heartbeatMs: number;
+  /** SANDBOX_NODE_LABELS: what templates may pin (placement.ts). */
+  labels?: string[];
   /** Undefined without a secrets key: requests for other nodes' sandboxes are then refused (503). */
   credential?: string;
 }
@@ -97,6 +99,16 @@ export class SandboxNodes {
   }
 
   private registers = false;
+
+  /** Whether this process is a node (its heartbeat written), as opposed to one that forwards to nodes. */
+  get isNode(): boolean {
+    return this.registers;
+  }
+
+  /** The heartbeat period (placement reads live nodes within the lost window). */
+  get heartbeatMs(): number {
+    return this.opts.heartbeatMs;
+  }
 
   /**
    * Starts the heartbeat: with `registers`, this process is a node (registered now, or
@@ -138,8 +150,8 @@ export class SandboxNodes {
     const now = sql`now()`;
     await this.db
       .insert(sandboxNodes)
-      .values({ id: this.id, url: this.url, cpus: availableParallelism(), memoryMB: Math.round(totalmem() / 2 ** 20), startedAt: now as never, heartbeatAt: now as never })
-      .onConflictDoUpdate({ target: sandboxNodes.id, set: { url: this.url, heartbeatAt: now as never, lostAt: null } });
+      .values({ id: this.id, url: this.url, cpus: availableParallelism(), memoryMB: Math.round(totalmem() / 2 ** 20), labels: this.opts.labels ?? [], startedAt: now as never, heartbeatAt: now as never })
+      .onConflictDoUpdate({ target: sandboxNodes.id, set: { url: this.url, labels: this.opts.labels ?? [], heartbeatAt: now as never, lostAt: null } });
     await this.markLost();
     // Not awaited: destroys may take seconds, and the next heartbeat must not wait for them.
     if (this.onBeat && !this.finishing) this.finishing = this.onBeat().catch((e) => this.log.warn("sandbox node's destroys failed", { err: e })).finally(() => (this.finishing = undefined));

@@ -10,10 +10,11 @@ import { BackendError, type BackendState, type DirEntry, type ExecResult, filesy
 import { egressRules, type NetworkMode, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
 import type { CreateInput, OrgTemplates, Origin } from "./create-input";
-import { findSnapshot } from "./snapshots";
+import { originOf } from "./snapshots";
 import { BatchedEvents } from "./event-batch";
 import type { SandboxQuotas } from "./quota";
 import type { SandboxNodes } from "./nodes";
+import { createElsewhere, type Placement } from "./placement";
 import { callNode, type RemoteOp } from "./node-calls";
 import { claimStop, finishDestroy } from "./sweeps";
 import { createStarted } from "./start-command";
@@ -62,6 +63,8 @@ export class SandboxService {
   quotas?: SandboxQuotas;
   /** This process as a sandbox node (nodes.ts); undefined: no nodes (tests of the service alone). */
   nodes?: SandboxNodes;
+  /** Which node runs a new sandbox; undefined: this one (tests of the service alone). */
+  placement?: Placement;
   /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
   readonly destroyFailedAt = new Map<string, number>();
 
@@ -110,13 +113,9 @@ export class SandboxService {
     return pauseOf(inst.instance, inst.plugin.definition.serves);
   }
 
-  /**
-   * Refuses a sandbox another node runs. Requests for one are forwarded to its node
-   * (forward.ts) before they get here; this stops anything else (a caller inside this
-   * process) from acting on a sandbox whose processes are not on this node.
-   */
+  /** Refuses a sandbox another node runs: its requests were forwarded (forward.ts) before they got here; nothing else in this process may act on it. */
   private ownedHere(row: SandboxRow): void {
-    if (row.nodeId && this.nodes && row.nodeId !== this.nodes.id) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
+    if (this.runsElsewhere(row)) throw new ApiError(503, `sandbox ${row.id} runs on another node (${row.nodeId}); send its requests through the service's HTTP API, which forwards them there`);
   }
 
   /** Whether another node runs the sandbox (its operations go there: node-calls.ts). */
@@ -142,6 +141,7 @@ export class SandboxService {
   /** Why a template cannot be used now, or undefined (also used for the start-up report). */
   templateProblem(template: SandboxTemplate): string | undefined {
     const inst = this.registry.instance(template.backend, "sandbox");
+    if (!inst && this.registry.heldByNode.has(template.backend)) return undefined; // the sandbox-node process beside this one judges it
     if (!inst) return `template ${template.id} is unavailable: sandbox backend '${template.backend}' is not configured`;
     return inst.instance.templateProblem(template);
   }
@@ -161,28 +161,20 @@ export class SandboxService {
     }
   }
 
-  /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
-  async origin(organizationId: string, templateID: string): Promise<Origin> {
-    const own = this.orgTemplates, template = (own?.replacing.has(templateID) ? await own.byName(organizationId, templateID) : undefined) ?? this.templates.get(templateID) ?? (await own?.byName(organizationId, templateID));
-    if (template) return { template };
-    const snapshot = await findSnapshot(this, organizationId, templateID);
-    const base = snapshot && this.templates.get(snapshot.templateId);
-    if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
-    if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
-    return { template: base, snapshot };
-  }
-
   /** The template a sandbox was made from: a configured one, or the organization's build it names; undefined when neither is there any more. */
   async templateOf(row: Pick<SandboxRow, "organizationId" | "templateId">): Promise<SandboxTemplate | undefined> {
     return this.templates.get(row.templateId) ?? (row.templateId.includes("@") ? await this.orgTemplates?.byId(row.organizationId, row.templateId) : undefined);
   }
 
-  async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
-    const { template, snapshot } = known ?? (await this.origin(organizationId, input.templateID));
+  /** `placed`: this node was chosen by the replica that placed the create (node-routes.ts). */
+  async create(organizationId: string, input: CreateInput, known?: Origin, opts: { placed?: boolean } = {}): Promise<SandboxRow> {
+    const { template, snapshot } = known ?? (await originOf(this, organizationId, input.templateID));
     const problem = this.templateProblem(template);
     if (problem) throw new ApiError(503, problem);
     const resources = resolveResources(template, input.resources ?? {});
     if (typeof resources === "string") throw new ApiError(400, resources);
+    const elsewhere = await createElsewhere(this, organizationId, input, template, resources, !!snapshot, !!opts.placed);
+    if (elsewhere) return elsewhere; // another node runs it (placement.ts)
     const backend = this.backend(template.backend);
     // A backend that does not serve `network` gives its sandboxes the network it gives; asking it for rules is a 501.
     const networking = networkingOf(backend, this.sandboxInstance(template.backend).plugin.definition.serves);

@@ -5,7 +5,7 @@ import { recordEvent } from "../events/record";
 import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { SandboxPause, SandboxTemplate } from "./backend";
-import type { CreateInput, Origin } from "./create-input";
+import type { CreateInput, OrgTemplates, Origin } from "./create-input";
 import { type SandboxRow, sandboxSnapshots, type SnapshotRow } from "./schema";
 
 // Snapshots (copies of a sandbox's files that new sandboxes start from) and forks (new
@@ -17,6 +17,7 @@ export interface SnapshottedService {
   readonly db: Db;
   readonly log: Logger;
   readonly templates: Map<string, SandboxTemplate>;
+  readonly orgTemplates?: OrgTemplates;
   serial<T>(id: string, fn: () => Promise<T>): Promise<T>;
   get(organizationId: string, id: string): Promise<SandboxRow>;
   create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow>;
@@ -26,6 +27,17 @@ export interface SnapshottedService {
   pausing(row: SandboxRow): SandboxPause;
   pauseOfBackend(name: string): SandboxPause | undefined;
   call<T>(fn: () => Promise<T>, failure: string): Promise<T>;
+}
+
+/** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
+export async function originOf(svc: SnapshottedService, organizationId: string, templateID: string): Promise<Origin> {
+  const own = svc.orgTemplates, template = (own?.replacing.has(templateID) ? await own.byName(organizationId, templateID) : undefined) ?? svc.templates.get(templateID) ?? (await own?.byName(organizationId, templateID));
+  if (template) return { template };
+  const snapshot = await findSnapshot(svc, organizationId, templateID);
+  const base = snapshot && svc.templates.get(snapshot.templateId);
+  if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
+  if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
+  return { template: base, snapshot };
 }
 
 /** Snapshots an organization may keep (each is a copy of a sandbox's files on the host's disk). */

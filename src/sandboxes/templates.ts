@@ -93,6 +93,7 @@ const SHARED_FIELDS = {
   network: Type.Optional(Type.Union([Type.Literal("none"), Type.Literal("internet")])),
   startCmd: Type.Optional(Type.String({ minLength: 1 })),
   readyCmd: Type.Optional(Type.String({ minLength: 1 })),
+  nodeLabel: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9._-]{1,63}$" })),
 };
 
 /**

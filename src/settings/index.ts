@@ -28,6 +28,8 @@ export const SETTINGS = {
   databaseUrl: postgresUrl("DATABASE_URL"),
   /** The embedded database runs on a thread of its own instead of the service's. */
   pgliteThread: yesNo("PGLITE_THREAD", false),
+  /** docs/operations.md: Workers. Service processes on PORT; unset: the cores with DATABASE_URL, 1 on the embedded database (src/workers/count.ts). */
+  workers: optionalInteger("WORKERS", { min: 1, max: 256 }),
   redisUrl: redisUrl("REDIS_URL"),
   /** Enables the admin REST API when set. */
   adminToken: optionalText("ADMIN_TOKEN", { secret: true }),
@@ -91,6 +93,8 @@ export const SETTINGS = {
     nodeUrl: httpUrl("SANDBOX_NODE_URL"),
     /** How often a sandbox node writes its heartbeat; three missed ones mark it lost with its sandboxes. */
     nodeHeartbeatMs: integer("SANDBOX_NODE_HEARTBEAT_MS", 5000, { min: 50 }),
+    /** Labels of this sandbox node that templates may pin (`nodeLabel`); placement: sandboxes/placement.ts. */
+    nodeLabels: matching("SANDBOX_NODE_LABELS", /^\s*[A-Za-z0-9._-]{1,63}\s*(,\s*[A-Za-z0-9._-]{1,63}\s*)*$/, "a comma-separated list of labels (letters, digits, '.', '_', '-')").map((v) => (v ?? "").split(",").map((l) => l.trim()).filter(Boolean)),
     /** A `claude` executable for the `claude` template (read where the default templates are made: sandboxes/claude-code.ts). */
     claudeCodeBin: optionalPath("CLAUDE_CODE_BIN"),
     /** docs/sandboxes.md: Sandbox networks. off: no sandbox gets a network; none or internet: the default of a new one. */

@@ -9,6 +9,7 @@ import { templateRoutes } from "./routes";
 import { TemplateService } from "./service";
 import { TemplateStore } from "./store";
 import { TemplateUploads } from "./uploads";
+import { runsSingletons } from "../workers/role";
 
 const services = new WeakMap<Services, TemplateService>();
 
@@ -57,7 +58,8 @@ export const templateUploadsModule: RouteModule = {
   },
   async start(s) {
     const svc = templateServiceOf(s);
-    const failed = await svc.d.store.failInterrupted();
+    // Only where builds ran when the service stopped: a service worker restarting must not fail the builds its siblings run.
+    const failed = runsSingletons(s) ? await svc.d.store.failInterrupted() : 0;
     if (failed) s.log.warn("template builds interrupted by a restart marked failed", { count: failed });
     // Layers of templates deleted while the service was down, or of builds a crash cut short.
     void svc.collectLayers().catch((err) => s.log.error("template layers not collected at start-up", { err }));

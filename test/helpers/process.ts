@@ -19,7 +19,8 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
   const proc = Bun.spawn(cmd, {
     cwd: opts.cwd,
     // No host memory admission unless the test sets it (see startTestService).
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: "0", SANDBOX_HOST_MEMORY_SHARE: "1000", ...env },
+    // One process unless the test asks for workers (WORKERS defaults to the cores with DATABASE_URL).
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: "0", SANDBOX_HOST_MEMORY_SHARE: "1000", WORKERS: "1", ...env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -52,7 +53,7 @@ export async function spawnService(cmd: string[], env: Record<string, string>, o
   };
   let m: RegExpMatchArray;
   try {
-    m = await waitFor(/"msg":"listening","url":"([^"]+)"/);
+    m = await waitFor(/"msg":"listening",(?:"worker":\d+,)?"url":"([^"]+)"/);
   } catch (e) {
     // A service that did not come up in time is still a process: it must not outlive the test.
     proc.kill("SIGKILL");

@@ -15,6 +15,8 @@ import { events } from "../../src/events/schema";
 import { KeyRepository } from "../../src/keys/keys";
 import { sandboxNodes } from "../../src/sandboxes/node-schema";
 import { sandboxes } from "../../src/sandboxes/schema";
+import { sandboxAdmissions } from "../../src/sandboxes/quota-schema";
+import { DEFAULT_TEMPLATES } from "../../src/sandboxes/templates";
 import { ROOT, serviceEnv } from "../events/procs";
 import { requireServerDatabase, testRedisUrl } from "../helpers/database";
 import { killProcessesUnder, type ServiceProcess, spawnService } from "../helpers/process";
@@ -31,6 +33,12 @@ requireBubblewrap();
 // Lost after three missed heartbeats: 3 s, long enough for a replica busy on a loaded 2-core machine.
 const HEARTBEAT_MS = 1000;
 const cleanup: (() => unknown)[] = [];
+/** Templates of the placement test, the same on every replica: unpinned, pinned to C, and pinned to no node. */
+const PLACEMENT_TEMPLATES = {
+  spread: { backend: "local", mounts: ["/usr"], memoryMB: 256 },
+  on_c: { backend: "local", mounts: ["/usr"], memoryMB: 256, nodeLabel: "c" },
+  nowhere: { backend: "local", mounts: ["/usr"], nodeLabel: "nowhere" },
+};
 let root: string;
 let db: Awaited<ReturnType<typeof openDatabase>>;
 let key: string;
@@ -49,7 +57,7 @@ function spawnReplica(name: "a" | "b" | "c"): Promise<ServiceProcess> {
   const serve = [process.execPath, "src/main.ts", "serve"];
   // C: its own UTS namespace and host name; the same kernel, so /proc and the cgroup tree are this test's to check.
   const cmd = name === "c" ? ["unshare", "--uts", "/bin/sh", "-c", 'hostname replica-c-host && exec "$@"', "sh", ...serve] : serve;
-  return spawnService(cmd, { ...env, DATA_DIR: dataDir(name) }, { cwd: ROOT, timeoutMs: 90_000 });
+  return spawnService(cmd, { ...env, DATA_DIR: dataDir(name), CONFIG_FILE: join(root, `config-${name}.json`), SANDBOX_NODE_LABELS: name }, { cwd: ROOT, timeoutMs: 90_000 });
 }
 
 beforeAll(async () => {
@@ -67,7 +75,14 @@ beforeAll(async () => {
   key = (await keys.createKey({ organizationId: org.id, name: "t" })).key;
   const config = join(root, "config.json");
   // No warm sandboxes: three nodes' pools would only load the machine.
-  writeFileSync(config, JSON.stringify({ providers: { local: { warmPool: 0 } } }));
+  writeFileSync(config, JSON.stringify({ providers: { local: { warmPool: 0 } }, sandboxes: { templates: PLACEMENT_TEMPLATES } }));
+  // Each replica's default templates pin its own node (label = its name), so a sandbox
+  // made through a replica runs there, as the tests below expect; the placement test
+  // uses the unpinned templates every replica shares.
+  for (const name of ["a", "b", "c"]) {
+    const pinned = Object.fromEntries(Object.entries(DEFAULT_TEMPLATES).map(([id, t]) => [id, { ...t, nodeLabel: name }]));
+    writeFileSync(join(root, `config-${name}.json`), JSON.stringify({ providers: { local: { warmPool: 0 } }, sandboxes: { templates: { ...pinned, ...PLACEMENT_TEMPLATES } } }));
+  }
   env = serviceEnv({
     DATABASE_URL: server.url,
     REDIS_URL: testRedisUrl(),
@@ -137,7 +152,7 @@ test("every node registers with its own id; two on one host and one on another a
   for (const r of rows) expect(r.lostAt).toBeNull();
   // C's sandboxes carry its host name: it is another host as far as the backend can tell.
   const created = await call(procs.c, "POST", "/sandboxes", { templateID: "base" });
-  expect(created.status).toBe(200);
+  expect(said(created)).toBe("200");
   const row = await rowOf(created.body.sandboxID);
   expect(row.nodeId).toBe(ids[2]);
   expect((row.backendState as { host: string }).host).toStartWith("replica-c-host/");
@@ -345,3 +360,50 @@ async function wsEcho(url: string, headers: Record<string, string>): Promise<str
     ws.onerror = () => reject(new Error(`WebSocket to ${url} failed`));
   });
 }
+
+/** Memory committed on each node by its running and paused sandboxes, as placement counts it. */
+async function committed(): Promise<Map<string, number>> {
+  const rows = await db.db.select({ nodeId: sandboxes.nodeId, memoryMB: sandboxAdmissions.memoryMB }).from(sandboxes).innerJoin(sandboxAdmissions, eq(sandboxAdmissions.sandboxId, sandboxes.id)).where(inArray(sandboxes.status, ["running", "paused"]));
+  const out = new Map<string, number>();
+  for (const r of rows) if (r.nodeId) out.set(r.nodeId, (out.get(r.nodeId) ?? 0) + r.memoryMB);
+  return out;
+}
+
+test("placement: a create runs on the least loaded node, wherever it lands; a pinned template on its label's node; a label no node has: 503", async () => {
+  const ids = { a: await nodeIdOf("a"), b: await nodeIdOf("b"), c: await nodeIdOf("c") };
+  const nodes = await db.db.select().from(sandboxNodes).where(inArray(sandboxNodes.id, Object.values(ids)));
+  expect(Object.fromEntries(nodes.map((n) => [n.id, n.labels]))).toEqual({ [ids.a]: ["a"], [ids.b]: ["b"], [ids.c]: ["c"] });
+  const capacity = new Map(nodes.map((n) => [n.id, n.memoryMB]));
+  const made: string[] = [];
+  try {
+    // All three nodes have the same memory here: the least loaded is the one with the least committed.
+    for (let i = 0; i < 4; i++) {
+      const before = await committed();
+      const load = (id: string) => ((before.get(id) ?? 0) + 256) / capacity.get(id)!;
+      const least = Math.min(...Object.values(ids).map(load));
+      const r = await call(procs.b, "POST", "/sandboxes", { templateID: "spread" });
+      expect(said(r)).toBe("200");
+      made.push(r.body.sandboxID);
+      const node = (await rowOf(r.body.sandboxID)).nodeId!;
+      expect(load(node)).toBe(least);
+      // Usable through the replica the create reached, wherever it runs.
+      const run = await call(procs.b, "POST", `/sandboxes/${r.body.sandboxID}/processes`, { cmd: "echo", args: ["placed"] });
+      expect(run.body).toMatchObject({ stdout: "placed\n", exitCode: 0 });
+    }
+    // The four creates through B did not all stay on B.
+    expect(new Set(await Promise.all(made.map(async (id) => (await rowOf(id)).nodeId))).size).toBeGreaterThan(1);
+    // Pinned to label c: through A and B alike, it runs on C.
+    for (const via of ["a", "b"] as const) {
+      const r = await call(procs[via], "POST", "/sandboxes", { templateID: "on_c" });
+      expect(said(r)).toBe("200");
+      made.push(r.body.sandboxID);
+      expect((await rowOf(r.body.sandboxID)).nodeId).toBe(ids.c);
+    }
+    const nowhere = await call(procs.a, "POST", "/sandboxes", { templateID: "nowhere" });
+    expect(nowhere.status).toBe(503);
+    expect(nowhere.body.message).toContain('labelled "nowhere"');
+  } finally {
+    for (const id of made) await call(procs.a, "DELETE", `/sandboxes/${id}`);
+  }
+  for (const id of made) expect((await rowOf(id)).status).toBe("stopped");
+}, 180_000);

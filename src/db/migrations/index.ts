@@ -21,6 +21,7 @@ import m18 from "./0018_stored_resources.sql" with { type: "text" };
 import m19 from "./0019_request_log_failed_attempts.sql" with { type: "text" };
 import m20 from "./0020_stored_resources_metered.sql" with { type: "text" };
 import m21 from "./0021_mcp_gateway.sql" with { type: "text" };
+import m22 from "./0022_sandbox_node_labels.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -45,4 +46,5 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0019_request_log_failed_attempts", when: 1795781504937, breakpoints: true, sql: m19 },
   { tag: "0020_stored_resources_metered", when: 1795786892183, breakpoints: true, sql: m20 },
   { tag: "0021_mcp_gateway", when: 1795787098342, breakpoints: true, sql: m21 },
+  { tag: "0022_sandbox_node_labels", when: 1795787785071, breakpoints: true, sql: m22 },
 ];

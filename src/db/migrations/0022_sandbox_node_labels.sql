@@ -1,0 +1,1 @@
+ALTER TABLE "sandbox_nodes" ADD COLUMN "labels" text[] DEFAULT '{}'::text[] NOT NULL;
