@@ -73,6 +73,9 @@ async function main(argv: string[]): Promise<number> {
     // first key's bootstrap) lets it finish starting, then stops it the same graceful way,
     // instead of killing it half-way. (Not before the restart above: a signal caught there
     // would be lost with the process image it was caught in.)
+    // The embedded database's WebAssembly compiles on the engine's own threads while the
+    // service's modules load (its open awaits the same compilation, db/pglite-assets.ts).
+    if (!config.databaseUrl && !config.pgliteThread) void import("./db/pglite-assets").then((m) => m.pgliteAssets(false)).catch(() => {});
     const { startServer } = await import("./server");
     let server: Awaited<ReturnType<typeof startServer>> | undefined;
     let received: string | undefined;
