@@ -13,7 +13,7 @@ export interface McpTool {
 export class McpConnectionError extends Error {}
 
 /**
- * The MCP SDK, loaded on the first connection: with its schema library it is some 50 MB
+ * The MCP SDK, loaded on the first connection: with its schema library it is some 20 MB
  * of a process's memory, and most services never run an agent with MCP servers.
  */
 let sdk: Promise<{ Client: typeof Client; Transport: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPClientTransport }> | undefined;

@@ -12,7 +12,7 @@ import type { ProcessTable } from "./processes";
 /**
  * envd's Connect RPC services (process.Process, filesystem.Filesystem) behind the data
  * plane. A module of its own so that the data plane loads it (the Connect runtime and the
- * generated protobuf code, some 30 MB of a process's memory) on the first call, not in
+ * generated protobuf code, some 20 MB of a process's memory) on the first call, not in
  * every service that never sees an E2B SDK.
  */
 export class EnvdRpc {
