@@ -6,6 +6,8 @@ export {};
 const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   foundation: () => import("./foundation"),
   gateway: () => import("./gateway"),
+  // Multipart uploads and the Realtime relay against their minimal baselines.
+  breadth: () => import("./breadth"),
   limits: () => import("./limits"),
   holds: () => import("./holds"),
   metering: () => import("./metering"),
@@ -13,6 +15,8 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   sandboxes: () => import("./sandboxes"),
   // Also part of `sandboxes`; alone, without its 200 idle sandboxes and network rows.
   "sandbox-lifecycle": () => import("./sandboxes").then((m) => ({ run: m.runLifecycle })),
+  // Also part of `sandboxes`: the shipped code_interpreter template's build, cold and cached.
+  "template-build": () => import("./sandboxes").then((m) => ({ run: m.runTemplateBuild })),
   agents: () => import("./agents"),
   generation: () => import("./generation"),
   revocation: () => import("./revocation"),

@@ -5,7 +5,8 @@
 // (what a design that starts a new bwrap per command would pay per command). The E2B
 // SDK's create + first command goes through the E2B surface against the spec's API.
 // Sandbox networks: bench/sandbox-network.ts; pause to disk and snapshots: bench/sandbox-lifecycle.ts.
-// Image templates against the host-/usr template: imageTemplateBench below.
+// Image templates against the host-/usr template: imageTemplateBench below; the shipped
+// code_interpreter template's build, cold and cached: bench/template-build.ts.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { fmt, percentile, benchDatabase } from "./lib";
 import { networkBench } from "./sandbox-network";
 import { lifecycleBench } from "./sandbox-lifecycle";
 import { forwardedExecBench } from "./sandbox-replicas";
+import { type BuildService, codeInterpreterBuildBench } from "./template-build";
 
 const IDLE = Number(process.env.BENCH_SANDBOXES ?? 200);
 
@@ -164,6 +166,24 @@ async function lifecycleService(databaseUrl: string | undefined) {
   return { url: svc.server.url, key: svc.key, close: svc.close };
 }
 
+function buildService(databaseUrl: string | undefined): BuildService {
+  return async (env) => {
+    const svc = await benchService(databaseUrl, env);
+    return { call: svc.call, url: svc.server.url, key: svc.key, close: svc.close };
+  };
+}
+
+/** `npm run bench -- template-build`: only the code_interpreter template's build rows. */
+export async function runTemplateBuild() {
+  if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
+  const db = await benchDatabase("tplb");
+  try {
+    await codeInterpreterBuildBench(buildService(db.url));
+  } finally {
+    await db.drop();
+  }
+}
+
 /** `npm run bench -- sandbox-lifecycle`: only the pause, resume and snapshot rows. */
 export async function runLifecycle() {
   if (!Bun.which("bwrap")) throw new Error("bwrap not found: install the Debian package 'bubblewrap'");
@@ -272,6 +292,7 @@ export async function run() {
     for (const sid of created.splice(0)) await call("DELETE", `/sandboxes/${sid}`);
     await forwardedExecBench(db.url);
     await imageTemplateBench(db.url);
+    await codeInterpreterBuildBench(buildService(db.url));
     await networkBench(async (env) => {
       const svc = await benchService(db.url, env);
       return { call: svc.call, close: svc.close };

@@ -10,12 +10,18 @@ import { clientHeader, definePlugin, httpProvider, Type, type UpstreamRequest } 
  * there unchanged, no translation by the gateway. What that endpoint does not implement
  * is refused up front with the reason (see `chatGaps`).
  */
+/** Protocols Anthropic serves; message batches and files are resource APIs (src/gateway/msgvendor-resources.ts). */
+const SERVES = ["messages", "chat", "count_tokens", "message-batches", "msgvendor-files"] as const;
+
+/** Path per protocol (appended to the base URL). */
+const PATHS: Record<string, string> = { chat: "/v1/chat/completions", count_tokens: "/v1/messages/count_tokens", "message-batches": "/v1/messages/batches", "msgvendor-files": "/v1/files" };
+
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-api-key`" }),
   baseURL: Type.Optional(Type.String({ default: "https://api.anthropic.com", description: "Base URL without /v1, like ANTHROPIC_BASE_URL" })),
   vendor: Type.Optional(Type.String()),
   models: Type.Optional(Type.Array(Type.String())),
-  serves: Type.Optional(Type.Array(Type.Union([Type.Literal("messages"), Type.Literal("chat"), Type.Literal("count_tokens")]), { description: "Protocols to use this upstream for (default all)" })),
+  serves: Type.Optional(Type.Array(Type.Union(SERVES.map((p) => Type.Literal(p))), { description: "Protocols to use this upstream for (default all)" })),
   version: Type.Optional(Type.String({ default: "2023-06-01", description: "anthropic-version sent when the client sends none" })),
   betas: Type.Optional(Type.Array(Type.String(), { description: "Beta identifiers this upstream supports; omit to forward every beta" })),
   unsupportedBetas: Type.Optional(
@@ -29,8 +35,8 @@ const ConfigSchema = Type.Object({
 export default definePlugin({
   kind: "model",
   name: "anthropic",
-  description: "Anthropic (messages protocol)",
-  serves: ["messages", "chat", "count_tokens"],
+  description: "Anthropic (messages protocol, message batches, files)",
+  serves: [...SERVES],
   catalog: { modelsDev: "anthropic", prices: "anthropic" },
   enabledBy: "ANTHROPIC_API_KEY",
   configSchema: ConfigSchema,
@@ -52,7 +58,7 @@ export default definePlugin({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,
       baseURL: config.baseURL ?? "https://api.anthropic.com",
-      path: (req) => (req.protocol === "chat" ? "/v1/chat/completions" : req.protocol === "count_tokens" ? "/v1/messages/count_tokens" : "/v1/messages"),
+      path: (req) => PATHS[req.protocol] ?? "/v1/messages",
       incompatible(req) {
         if (req.protocol === "chat") return chatGaps(req.json);
         if (!supported || config.unsupportedBetas !== "skip") return undefined;
@@ -71,7 +77,7 @@ export default definePlugin({
         return h;
       },
     });
-    return { ...provider, serves: config.serves ?? ["messages", "chat", "count_tokens"] };
+    return { ...provider, serves: config.serves ?? [...SERVES] };
   },
 });
 

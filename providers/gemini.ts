@@ -10,6 +10,7 @@ import {
   httpProvider,
   type MediaSource,
   Type,
+  type UpstreamRequest,
   upstreamError,
 } from "../src/plugin-api";
 
@@ -19,7 +20,10 @@ import {
  * compatibility layer): Gemini models on the chat surface go there unchanged.
  */
 /** Native protocols, then the OpenAI-compatible ones (chat, embeddings) under /v1beta/openai/. */
-const SERVES = ["generateContent", "interactions", "embedContent", "batchEmbedContents", "countTokens", "chat", "embeddings"] as const;
+const SERVES = ["generateContent", "interactions", "embedContent", "batchEmbedContents", "countTokens", "chat", "embeddings", "genvendor-files", "cached-contents", "genvendor-batches"] as const;
+
+/** Resumable-upload headers the client sends (command, offset, sizes): the upload protocol itself, forwarded as they are. */
+const UPLOAD_HEADERS = ["x-goog-upload-protocol", "x-goog-upload-command", "x-goog-upload-offset", "x-goog-upload-header-content-length", "x-goog-upload-header-content-type", "x-goog-upload-file-name"];
 
 const ConfigSchema = Type.Object({
   apiKey: Type.String({ description: "Sent as `x-goog-api-key`" }),
@@ -33,7 +37,7 @@ const ConfigSchema = Type.Object({
 export default definePlugin({
   kind: "model",
   name: "gemini",
-  description: "Google Gemini API (generateContent, Interactions; Imagen and Veo generation)",
+  description: "Google Gemini API (generateContent, Interactions, files, cached contents, batches; Imagen and Veo generation)",
   serves: [...SERVES],
   // The vendor's dataset entries also list Claude, resold on Vertex: those ids are not this API's.
   catalog: { modelsDev: "google", prices: "google", foreign: /^claude-/ },
@@ -54,6 +58,8 @@ export default definePlugin({
       baseURL: config.baseURL ?? "https://generativelanguage.googleapis.com",
       path(req) {
         if (req.protocol === "chat") return "/v1beta/openai/chat/completions";
+        const resources = resourcePath(req, v);
+        if (resources) return resources;
         if (req.protocol === "embeddings") return "/v1beta/openai/embeddings";
         // embedContent, batchEmbedContents, countTokens: the method is the protocol's name.
         if (req.protocol !== "generateContent" && req.protocol !== "interactions") return `${v}/models/${encodeURIComponent(req.model)}:${req.protocol}`;
@@ -62,11 +68,38 @@ export default definePlugin({
         if (!req.stream) return `${v}/models/${model}:generateContent`;
         return req.streamFormat === "json-array" ? `${v}/models/${model}:streamGenerateContent` : `${v}/models/${model}:streamGenerateContent?alt=sse`;
       },
-      headers: (req) => (req.protocol === "chat" || req.protocol === "embeddings" ? chatHeaders : nativeHeaders),
+      headers(req) {
+        if (req.protocol === "chat" || req.protocol === "embeddings") return chatHeaders;
+        if (req.protocol !== "genvendor-files") return nativeHeaders;
+        const h: Record<string, string> = { ...nativeHeaders };
+        for (const name of UPLOAD_HEADERS) {
+          const value = req.clientHeaders.get(name);
+          if (value) h[name] = value;
+        }
+        // The bytes stream through as they arrive: their declared length goes with them (the upload server wants it, not chunked framing).
+        const length = req.clientHeaders.get("content-length");
+        if (req.upload && length && /^\d+$/.test(length)) h["content-length"] = length;
+        return h;
+      },
     });
     return { ...provider, serves: config.serves ?? SERVES, generation: generationApi(base + v, config.apiKey, egressPolicyFromEnv(ctx.env)) };
   },
 });
+
+/**
+ * Paths of the resource APIs (files, cached contents, batches; the id and method come
+ * after, in `req.resource`): uploads go to `/upload{v}/files` (the start, with a JSON
+ * body, and the bytes), downloads to `/download{v}/files`, a batch is created on its model.
+ */
+function resourcePath(req: UpstreamRequest, v: string): string | undefined {
+  if (req.protocol === "genvendor-files") {
+    if (req.upload || req.body !== undefined) return `/upload${v}/files`;
+    return req.resource?.path.endsWith(":download") ? `/download${v}/files` : `${v}/files`;
+  }
+  if (req.protocol === "cached-contents") return `${v}/cachedContents`;
+  if (req.protocol === "genvendor-batches") return req.model ? `${v}/models/${encodeURIComponent(req.model)}:batchGenerateContent` : `${v}/batches`;
+  return undefined;
+}
 
 /**
  * Imagen (`models/{model}:predict`, synchronous upstream) and Veo

@@ -35,9 +35,10 @@ const PATHS = {
   moderations: "/moderations",
   files: "/files",
   batches: "/batches",
+  realtime: "/realtime",
 } as Record<string, string>;
 /** The protocols an OpenAI server speaks, and an OpenAI-compatible one by default. */
-const ALL = ["chat", "responses", "embeddings", "images", "image-edits", "speech", "transcriptions", "translations", "moderations", "files", "batches"] as const;
+const ALL = ["chat", "responses", "embeddings", "images", "image-edits", "speech", "transcriptions", "translations", "moderations", "files", "batches", "realtime"] as const;
 
 const ConfigSchema = Type.Object({
   apiKey: Type.Optional(Type.String({ description: "Sent as `Authorization: Bearer`; omit for servers without auth (local Ollama)" })),
@@ -75,8 +76,10 @@ export default definePlugin({
       vendor: config.vendor ?? ctx.instanceName,
       models: config.models,
       baseURL: config.baseURL ?? "https://api.openai.com/v1",
-      path: (req) => PATHS[req.protocol],
-      headers: () => fixed,
+      // Realtime names its model in the query of the WebSocket's URL.
+      path: (req) => (req.protocol === "realtime" ? `${PATHS.realtime}?model=${encodeURIComponent(req.model)}` : PATHS[req.protocol]),
+      // The beta Realtime interface is chosen by the client's `OpenAI-Beta: realtime=v1`.
+      headers: (req) => (req.protocol === "realtime" && req.clientHeaders.has("openai-beta") ? { ...fixed, "openai-beta": req.clientHeaders.get("openai-beta")! } : fixed),
     });
     const generation = generationApi(config.baseURL ?? "https://api.openai.com/v1", fixed, config.generation ?? ["image", "audio", "video"], egressPolicyFromEnv(ctx.env));
     return { ...provider, serves, generation };

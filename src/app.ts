@@ -3,16 +3,17 @@ import { bodyParser, corePlugin } from "./http/core";
 import { boundValidationErrors, installFastFirstError } from "./http/validation";
 import type { RouteModule } from "./http/route-module";
 import { eventsModule } from "./events";
-import { gatewayModule } from "./gateway";
+import { gatewayAdminModule, gatewayModule } from "./gateway";
 import { generationModule } from "./generation";
 import { corsPlugin } from "./cors";
 import { healthRoutes } from "./health";
 import { homeRoutes } from "./home";
 import { sandboxesModule } from "./sandboxes";
-import { e2bDataModule, e2bModule } from "./e2b";
+import { e2bDataModule, e2bModule, terminalModule } from "./e2b";
 import { templatesModule, templateUploadsModule } from "./templates";
 import { agentsModule } from "./agents";
 import { skillsModule } from "./skills";
+import { mcpEndpointModule, mcpModule } from "./mcp";
 import { deploymentsModule } from "./deployments";
 import { endpointsModule } from "./endpoints";
 import { budgetsModule } from "./budgets";
@@ -24,6 +25,7 @@ import { openapiRoutes } from "./openapi/routes";
 import { keysModule } from "./keys";
 import { usageModule } from "./usage";
 import { adminOrgResourceRoutes } from "./admin/org-resources";
+import { adminOrgAgentResourceRoutes } from "./admin/org-agent-resources";
 import { sandboxQuotaRoutes } from "./sandboxes/quota-routes";
 import { consoleRoutes } from "./console/routes";
 import type { Services } from "./services";
@@ -38,6 +40,7 @@ export const routeModules: RouteModule[] = [
   { surfaces: [], routes: homeRoutes },
   keysModule,
   { surfaces: [], routes: adminOrgResourceRoutes },
+  { surfaces: [], routes: adminOrgAgentResourceRoutes },
   { surfaces: [], routes: sandboxQuotaRoutes },
   { surfaces: [], routes: consoleRoutes },
   meteringModule,
@@ -45,14 +48,18 @@ export const routeModules: RouteModule[] = [
   budgetsModule,
   limitsModule,
   gatewayModule,
+  gatewayAdminModule,
   eventsModule,
   templatesModule,
   sandboxesModule,
   e2bModule,
   e2bDataModule,
+  terminalModule,
   templateUploadsModule,
   agentsModule,
   skillsModule,
+  mcpModule,
+  mcpEndpointModule,
   endpointsModule,
   deploymentsModule,
   generationModule,

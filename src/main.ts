@@ -11,7 +11,9 @@ import { surfaceScopes } from "./http/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
 import { type Config, loadConfig } from "./config";
 import { DataDirLockedError } from "./db/data-dir";
+import type { McpAllowList } from "./keys/keys";
 import { templatesCommand, TEMPLATES_USAGE, TemplatesUsageError } from "./templates/cli";
+import { MCP_USAGE, mcpCommand, McpUsageError } from "./mcp/cli";
 
 // The service's modules (the route modules, the database client, the key administration)
 // are imported where a command needs them, not here: `serve` replaces its process once
@@ -35,15 +37,16 @@ const usage = async () => `usage:
                                           set an organization's sandbox quota (an omitted limit: the default)
   gateway keys create --org <id|name> --name <label>
                       [--spending-limit <usd>] [--spending-period <p>] [--rpm <n>] [--tpm <n>]
-                      [--expires-at <ISO date>] [--scopes a,b]
+                      [--expires-at <ISO date>] [--scopes a,b] [--mcp-servers a,b] [--mcp-tools s__t,...]
                                           create an API key (printed once);
                                           scopes: ${(await allScopes()).join(", ")}
   gateway keys update <key id> [--spending-limit <usd>|none] [--spending-period <p>]
-                      [--rpm <n>|none] [--tpm <n>|none]
-                                          change a key's limits
+                      [--rpm <n>|none] [--tpm <n>|none] [--mcp-servers a,b|*|none] [--mcp-tools s__t,...]
+                                          change a key's limits and MCP allow list (docs/mcp.md)
   gateway keys list [--org <id|name>]     list keys (never their secrets)
   gateway keys revoke <key id>            revoke a key (stops working at once)
 ${TEMPLATES_USAGE}
+${MCP_USAGE}
   gateway migrate                         apply database migrations and exit
   gateway healthcheck                     exit 0 when the local service answers /healthz (for containers)
 
@@ -102,6 +105,16 @@ async function main(argv: string[]): Promise<number> {
     server = await startServer(config);
     shutdown(); // a signal that came during start-up
     return -1; // keep running
+  }
+
+  if (command === "mcp") {
+    // A client of the running service's MCP server API, like `templates`.
+    try {
+      return await mcpCommand(sub, rest, `http://127.0.0.1:${config.port}`);
+    } catch (e) {
+      if (e instanceof McpUsageError) throw new UsageError(e.message);
+      throw e;
+    }
   }
 
   if (command === "templates") {
@@ -165,6 +178,7 @@ async function main(argv: string[]): Promise<number> {
           tpm: countFlag("tpm", values.tpm),
           expiresAt: dateFlag(values["expires-at"]),
           scopes,
+          mcp: mcpFlag(values),
         });
         console.log(JSON.stringify(created, null, 2));
         console.error("The key above is shown only once.");
@@ -185,6 +199,7 @@ async function main(argv: string[]): Promise<number> {
           spendPeriod: periodFlag(values["spending-period"]),
           rpm: values.rpm === "none" ? null : countFlag("rpm", values.rpm),
           tpm: values.tpm === "none" ? null : countFlag("tpm", values.tpm),
+          mcp: mcpFlag(values),
         };
         console.log(JSON.stringify(await admin.updateKey(positionals[0], patch), null, 2));
         return 0;
@@ -225,7 +240,19 @@ const KEY_UPDATE_OPTIONS = {
   ...BUDGET_OPTIONS,
   rpm: { type: "string" },
   tpm: { type: "string" },
+  "mcp-servers": { type: "string" },
+  "mcp-tools": { type: "string" },
 } as const;
+
+/** The key's MCP allow list from --mcp-servers / --mcp-tools (comma-separated; `none`: no MCP access); undefined when neither is given. */
+function mcpFlag(values: { "mcp-servers"?: string; "mcp-tools"?: string }): McpAllowList | null | undefined {
+  const servers = values["mcp-servers"];
+  const tools = values["mcp-tools"];
+  if (servers === undefined && tools === undefined) return undefined;
+  if (servers === "none" && tools === undefined) return null;
+  const list = (v: string | undefined) => (v === undefined || v === "none" ? [] : v.split(",").map((x) => x.trim()).filter(Boolean));
+  return { servers: list(servers), tools: list(tools) };
+}
 
 const KEY_CREATE_OPTIONS = {
   ...KEY_UPDATE_OPTIONS,

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
+import { BackendError, type BackendState, CANCELLED_MARKER, type Cidr, type CreateSpec, type DirEntry, type EgressRules, type ExecResult, type ExecSpec, type FullSandboxBackend, type Liveness, type Logger, type PauseOptions, type ResumeOptions, type SandboxNetworking, type SandboxResources, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "../../src/plugin-api";
 import type { LocalTemplate, LocalTemplateFields } from "./template";
 import { detectCgroups, parentGroupName } from "./cgroup/detect";
 import type { SandboxCgroups } from "./cgroup/types";
@@ -21,11 +21,11 @@ import type { Upstream } from "./network/upstream";
 import type { HostMemory } from "./host-memory";
 import { WarmPool } from "./pool";
 import type { LayerStore } from "../../src/templates/layers";
-import { maxLayers, rootsOf, unmountSandbox } from "./rootfs";
+import { maxLayers, rootsOf, unmountSandbox, upperDir } from "./rootfs";
 import { type Started, startSandbox } from "./start";
 import { sweepLeftovers } from "./sweep";
 import { HOST_ID, type LocalState, sameMachine } from "./state";
-import { archiveWritable, refuseImageFiles, restoreWritable } from "./writable-state";
+import { archiveWritable, refuseImageFiles, restoreWritable, TMPFS_STATE } from "./writable-state";
 
 export type { LocalLimits } from "./enter";
 
@@ -198,11 +198,12 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     started.release();
   }
 
-  private async start(template: LocalTemplate, dirName: string, resources: SandboxResources): Promise<Started> {
+  /** `ownLayers`: an image sandbox's own changes from before a pause to disk, above its template's layers. */
+  private async start(template: LocalTemplate, dirName: string, resources: SandboxResources, ownLayers: string[] = []): Promise<Started> {
     const net = this.net;
     const network = net && { prepare: (dir: string) => net.prepare(dir), discard: (dir: string) => net.release(dirName, dir) };
     const image = await this.images.imageOf(template);
-    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.entry.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: image.layers.map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
+    return startSandbox({ root: this.opts.root, dirName, template, resources, limitArgs: this.entry.limitArgs(resources), setpriv: this.tool("setpriv"), bwrap: this.tool("bwrap"), unshare: this.tool("unshare"), cgroups: this.cgroups, network, ...(image ? { layers: [...image.layers, ...ownLayers].map((d) => this.opts.layers!.path(d)), imageEnv: image.env } : {}) });
   }
 
   /** Shutdown: warm sandboxes belong to this process only; client sandboxes stay running. */
@@ -314,12 +315,17 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     return this.relays.socket(id, port, { prefix, socat: this.tool("socat"), dir: join(this.opts.root, id, "ports"), hostUid: s.hostUid });
   }
 
-  readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array> {
-    return readFile(this.entry.runner(this.live(id, state)), path, maxBytes);
+  /** Lets go of layers the layer store is about to collect: warm sandboxes of templates using them are destroyed (src/templates' garbage collection). */
+  releaseLayers(layers: Set<string>): Promise<void> {
+    return this.pool.dropUsing(layers);
   }
 
-  writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry> {
-    return writeFile(this.entry.runner(this.live(id, state)), path, data);
+  readFile(id: string, state: BackendState, path: string, maxBytes: number, user: SandboxUser = "user"): Promise<Uint8Array> {
+    return readFile(this.entry.runner(this.live(id, state), user), path, maxBytes);
+  }
+
+  writeFile(id: string, state: BackendState, path: string, data: Uint8Array, user: SandboxUser = "user"): Promise<DirEntry> {
+    return writeFile(this.entry.runner(this.live(id, state), user), path, data);
   }
 
   remove(id: string, state: BackendState, path: string): Promise<void> {
@@ -338,17 +344,27 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
    */
   async pause(id: string, state: BackendState, opts: PauseOptions = { keepMemory: true }): Promise<BackendState> {
     const s = this.live(id, state);
-    if (!opts.keepMemory) refuseImageFiles(s, "a pause that ends its processes");
     await freezeSandbox(this.cgroups, id, s);
+    const toLayer = !opts.keepMemory && s.idBase !== undefined;
+    let ownLayers = s.ownLayers;
     try {
-      await archiveWritable(this.tool("tar"), s.initPid, this.files.pausedPath(id));
+      await archiveWritable(this.tool("tar"), s.initPid, this.files.pausedPath(id), toLayer ? TMPFS_STATE : undefined);
+      // An image sandbox's root (its home included): its upper layer becomes a stored layer it starts again on.
+      if (toLayer) ownLayers = [...(s.ownLayers ?? []), await this.commitUpper(id, s)];
     } catch (e) {
       thawSandbox(this.cgroups, s);
       throw e;
     }
     if (opts.keepMemory) return s;
     await this.destroyDir(id, s);
-    return { ...s, onDisk: true };
+    return { ...s, onDisk: true, ...(ownLayers ? { ownLayers } : {}) };
+  }
+
+  /** A frozen image sandbox's upper layer as a stored layer (owners shifted back from its id range). */
+  private async commitUpper(id: string, s: LocalState): Promise<string> {
+    const upper = upperDir(join(this.opts.root, id));
+    if (!upper || !this.opts.layers) throw new BackendError(500, `sandbox ${id} has no upper layer to keep`);
+    return this.opts.layers.commitLayer(upper, { idBase: s.idBase });
   }
 
   /**
@@ -374,13 +390,15 @@ export class LocalBackend implements FullSandboxBackend<LocalTemplateFields>, Sa
     const template = opts.template as LocalTemplate;
     const resources = s.resources ?? this.templateResources(template);
     this.pool.admit(id, resources.memoryMB, template.id, undefined);
-    const started = await this.start(template, id, resources).catch((e) => {
+    const missing = this.opts.layers?.missing(s.ownLayers ?? []) ?? [];
+    if (missing.length) throw new BackendError(409, `sandbox ${id}'s root file system layers are gone from this host (${missing[0]!.slice(0, 12)})`);
+    const started = await this.start(template, id, resources, s.ownLayers).catch((e) => {
       this.opts.hostMemory.release(id);
       throw e;
     });
     await this.settle(id, started, opts.network, archive);
     rmSync(archive, { force: true });
-    return started.state;
+    return { ...started.state, ...(s.ownLayers ? { ownLayers: s.ownLayers } : {}) };
   }
 
   /**

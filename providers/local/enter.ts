@@ -82,11 +82,12 @@ export class SandboxEntry {
   }
 
   /** Runs shell scripts inside the sandbox as its user (the file operations of files.ts). */
-  runner(s: LocalState): RunScript {
+  /** Runs file scripts (files.ts) as `user`: `root` only in a sandbox of an image template (enterArgs refuses it elsewhere). */
+  runner(s: LocalState, user: SandboxUser = "user"): RunScript {
     return (script, args, opts = {}) =>
       runCaptured({
-        argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args]),
-        env: sandboxEnv(s, {}),
+        argv: this.enterArgs(s, ["/bin/sh", "-c", script, "sh", ...args], user),
+        env: sandboxEnv(s, {}, user),
         pidNs: s.pidNs,
         timeoutMs: 30_000,
         maxOutput: opts.maxOutput ?? 4 * 1024 * 1024,

@@ -30,6 +30,8 @@ export interface PoolOptions {
 export class WarmPool {
   private readonly pool = new Map<string, WarmSandbox[]>();
   private readonly filling = new Map<string, Promise<void>>();
+  /** The layers of each pooled template (image templates), for dropUsing. */
+  private readonly layersOf = new Map<string, string[]>();
   /** Warm sandboxes being started (their memory is reserved already). */
   private readonly starting = new Set<string>();
   private closed = false;
@@ -77,6 +79,7 @@ export class WarmPool {
 
   refill(template: LocalTemplate): void {
     if (this.o.size <= 0 || this.closed || this.filling.has(template.id)) return;
+    if (template.layers) this.layersOf.set(template.id, template.layers);
     const fill = (async () => {
       const pool = this.pool.get(template.id) ?? [];
       this.pool.set(template.id, pool);
@@ -101,6 +104,24 @@ export class WarmPool {
       .catch((e) => this.o.log.warn("warm sandbox pool not filled", { template: template.id, err: e }))
       .finally(() => this.filling.delete(template.id));
     this.filling.set(template.id, fill);
+  }
+
+  /**
+   * Destroys the warm sandboxes of templates with any of `layers` (layers about to be
+   * collected: their template was deleted), and forgets those templates; a create of one
+   * still refills its pool.
+   */
+  async dropUsing(layers: Set<string>): Promise<void> {
+    for (const [templateId, own] of this.layersOf) {
+      if (!own.some((l) => layers.has(l))) continue;
+      await this.filling.get(templateId);
+      this.layersOf.delete(templateId);
+      for (const w of this.pool.get(templateId)?.splice(0) ?? []) {
+        w.discard();
+        await this.o.destroy(w.dir, w.state);
+      }
+      this.pool.delete(templateId);
+    }
   }
 
   /** Shutdown: every warm sandbox goes. */

@@ -24,6 +24,12 @@ export interface LocalState extends BackendState {
   resources?: SandboxResources;
   /** Paused to disk: no processes, only its files (DATA_DIR/sandboxes/.paused/<id>.tar). */
   onDisk?: boolean;
+  /**
+   * Image templates: its root's changes at each pause to disk, as stored layers (bottom
+   * first), which it starts again on above its template's; the layer store keeps them while
+   * the sandbox lives (src/templates' collection reads them here).
+   */
+  ownLayers?: string[];
 }
 
 export function safeRead(path: string): string {

@@ -132,18 +132,26 @@ function normalizeTools(tools: any[], servers: McpServer[]): AgentTool[] {
   });
 }
 
+/**
+ * The URL of an `mcp_servers` entry that stands for the service's own MCP gateway
+ * (src/mcp): its tools are the organization's MCP servers' tools the session's key may
+ * use, called in process with that key (its allow list, rate limit and request log).
+ */
+export const GATEWAY_MCP_URL = "gateway:mcp";
+
 function checkServers(servers: McpServer[]): void {
   const names = new Set<string>();
   for (const s of servers) {
     if (names.has(s.name)) throw new ApiError(400, `mcp_servers: duplicate name '${s.name}'`);
     names.add(s.name);
+    if (s.url === GATEWAY_MCP_URL) continue;
     let u: URL;
     try {
       u = new URL(s.url);
     } catch {
       throw new ApiError(400, `mcp_servers: '${s.name}' has an invalid url`);
     }
-    if (u.protocol !== "http:" && u.protocol !== "https:") throw new ApiError(400, `mcp_servers: '${s.name}' url must be http(s)`);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new ApiError(400, `mcp_servers: '${s.name}' url must be http(s), or ${GATEWAY_MCP_URL} for the gateway's own MCP endpoint`);
   }
 }
 

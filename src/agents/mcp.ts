@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
 import { SERVICE_VERSION } from "../version";
-import type { McpServer } from "./agents";
+import { GATEWAY_MCP_URL, type McpServer } from "./agents";
 import type { ToolOutcome } from "./tools";
 
 export interface McpTool {
@@ -11,6 +11,12 @@ export interface McpTool {
 }
 
 export class McpConnectionError extends Error {}
+
+/** The gateway as one session sees it: bound to the session's key (runtime.ts builds it). */
+export interface GatewayMcp {
+  tools(): Promise<McpTool[]>;
+  call(name: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolOutcome>;
+}
 
 /**
  * The MCP SDK, loaded on the first connection: with its schema library it is some 20 MB
@@ -54,7 +60,11 @@ export class McpConnections {
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly toolLists = new Map<string, McpTool[]>();
 
-  constructor(private readonly policy: EgressPolicy) {}
+  constructor(
+    private readonly policy: EgressPolicy,
+    /** The service's MCP gateway for `GATEWAY_MCP_URL` entries; without it such an entry cannot connect. */
+    private readonly gateway?: GatewayMcp,
+  ) {}
 
   private guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     let res: Response;
@@ -94,6 +104,14 @@ export class McpConnections {
   async tools(server: McpServer): Promise<McpTool[]> {
     const cached = this.toolLists.get(server.name);
     if (cached) return cached;
+    if (server.url === GATEWAY_MCP_URL) {
+      if (!this.gateway) throw new McpConnectionError(`MCP server '${server.name}': the gateway's MCP endpoint is not available here`);
+      const list = await this.gateway.tools().catch((e) => {
+        throw new McpConnectionError(`cannot list the gateway's MCP tools for '${server.name}': ${(e as Error).message}`);
+      });
+      this.toolLists.set(server.name, list);
+      return list;
+    }
     const client = await this.client(server);
     const out: McpTool[] = [];
     let cursor: string | undefined;
@@ -107,6 +125,10 @@ export class McpConnections {
   }
 
   async call(server: McpServer, name: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolOutcome> {
+    if (server.url === GATEWAY_MCP_URL) {
+      if (!this.gateway) throw new McpConnectionError(`MCP server '${server.name}': the gateway's MCP endpoint is not available here`);
+      return this.gateway.call(name, input, signal);
+    }
     const client = await this.client(server);
     const r = await client.callTool({ name, arguments: input }, undefined, { signal });
     const parts = (r.content as { type: string; text?: string }[] | undefined) ?? [];

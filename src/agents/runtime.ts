@@ -8,6 +8,7 @@ import type { Settings } from "../settings";
 import type { SessionHooks } from "./hooks";
 import { LeaseLost, SessionLease } from "./lease";
 import type { NewSessionEvent } from "./log";
+import { gatewayMcpFor } from "./gateway-mcp";
 import { McpConnections } from "./mcp";
 import { type AgentRow, agentSessions, agentVersions, type SessionRow } from "./schema";
 import { type Decision, knownFailure, Turn } from "./turn";
@@ -156,7 +157,7 @@ export class AgentRuntime {
 
   /** Runs the session's turns while this process holds the lease: each step decides, this loop records. */
   private async run(session: SessionRow, ctl: { again: boolean; abort: AbortController }, startedAt: number): Promise<void> {
-    const mcp = new McpConnections(this.s.config.egress);
+    const mcp = new McpConnections(this.s.config.egress, gatewayMcpFor(this.s, session, (x) => this.keyOf(x)));
     const signal = ctl.abort.signal;
     const turn = new Turn(
       { s: this.s, session, agent: await this.agentOf(session), mcp, hooks: this.hooks, signal, maxSteps: this.opts.maxSteps, keyOf: (x) => this.keyOf(x) },

@@ -23,6 +23,9 @@ const Pricing = Type.Object(
     /** Prompt-cache reads and writes; the input price when absent. */
     cacheReadPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
     cacheWritePerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+    /** Batch API prices (results of message batches, batchGenerateContent, OpenAI batches); half the prices above when absent. */
+    batchInputPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+    batchOutputPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

@@ -10,6 +10,9 @@ export type { Catalog, CatalogModel, ModelKind, TokenUsage } from "./types";
 export { MODEL_KINDS } from "./types";
 export { type VendorSource, vendorSources } from "./dataset";
 
+/** What the vendors' batch APIs charge of the interactive price (OpenAI, Anthropic, Gemini: 50%). */
+const BATCH_DISCOUNT = 0.5;
+
 /** Bound on remembered pattern lookups: clients choose model names, memory must not follow them. */
 const MAX_PATTERN_CACHE = 10_000;
 
@@ -91,6 +94,15 @@ class ModelCatalog implements Catalog {
     if (!p || (p.inputPerMTok === undefined && p.outputPerMTok === undefined)) return undefined;
     const input = p.inputPerMTok ?? 0;
     return ((plain + audioIn) * input + read * (p.cacheReadPerMTok ?? input) + (w5 + w1) * (p.cacheWritePerMTok ?? input) + (text + audioOut) * (p.outputPerMTok ?? 0)) / 1e6;
+  }
+
+  batchCost(modelId: string, usage: TokenUsage, at = Date.now()): number | undefined {
+    const p = this.entry(modelId)?.model.pricing;
+    if (p && (p.batchInputPerMTok !== undefined || p.batchOutputPerMTok !== undefined)) {
+      return (Math.max(0, usage.inputTokens) * (p.batchInputPerMTok ?? 0) + Math.max(0, usage.outputTokens) * (p.batchOutputPerMTok ?? 0)) / 1e6;
+    }
+    const full = this.cost(modelId, usage, at);
+    return full === undefined ? undefined : full * BATCH_DISCOUNT;
   }
 
   private entry(id: string): Entry | undefined {

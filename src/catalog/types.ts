@@ -8,7 +8,7 @@ export interface CatalogModel {
   contextWindow?: number;
   maxOutputTokens?: number;
   /** USD per million tokens. */
-  pricing?: { inputPerMTok?: number; outputPerMTok?: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number };
+  pricing?: { inputPerMTok?: number; outputPerMTok?: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number; batchInputPerMTok?: number; batchOutputPerMTok?: number };
   /** Unix seconds (release date where the dataset gives one). */
   created?: number;
 }
@@ -54,4 +54,10 @@ export interface Catalog {
    * time of day.
    */
   cost(modelId: string, usage: TokenUsage, at?: number): number | undefined;
+  /**
+   * USD for a request made through a vendor's batch API: the model's batch prices where
+   * the catalog has them (CONFIG_FILE `batchInputPerMTok` / `batchOutputPerMTok`), else
+   * half of `cost`, the discount OpenAI, Anthropic and Gemini all give batches.
+   */
+  batchCost(modelId: string, usage: TokenUsage, at?: number): number | undefined;
 }

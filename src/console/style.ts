@@ -1,3 +1,6 @@
+import { WORKLOAD_CSS } from "./style-workloads";
+import { THEME_CSS } from "./style-theme";
+
 /** The console's stylesheet (served as a file: the page's CSP allows no inline styles). */
 export const CONSOLE_CSS = `
 :root { font-family: system-ui, sans-serif; color: #111827; background: #f9fafb; }
@@ -40,4 +43,5 @@ td.bad { color: #b91c1c; font-weight: 600; }
 .timeline .when { color: #4b5563; margin-right: .5rem; font-size: .85rem; }
 pre { white-space: pre-wrap; word-break: break-all; font-size: .8rem; background: #f3f4f6; padding: .5rem; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
-`;
+` + WORKLOAD_CSS +
+  THEME_CSS;

@@ -14,3 +14,4 @@ export * from "../e2b/schema";
 export * from "../sandboxes/quota-schema";
 export * from "../sandboxes/node-schema";
 export * from "../templates/schema";
+export * from "../mcp/schema";

@@ -68,6 +68,16 @@ export class AccessTokens {
     return this.box.open(stored.tokenSealed, sandboxId);
   }
 
+  /** The organization a valid, unexpired terminal ticket of this sandbox acts for, or undefined. */
+  async terminalTicket(sandboxId: string, ticket: string | null): Promise<string | undefined> {
+    const m = ticket && ticket.length <= 128 ? /^(\d{13})\.([A-Za-z0-9_-]{43})$/.exec(ticket) : null;
+    if (!m || Number(m[1]) < Date.now()) return undefined;
+    const [row] = await this.db.select().from(e2bAccessTokens).where(eq(e2bAccessTokens.sandboxId, sandboxId));
+    if (!row) return undefined;
+    const expected = terminalTicketMac(this.box.open(row.tokenSealed, sandboxId), sandboxId, Number(m[1]));
+    return same(expected, m[2]) ? row.organizationId : undefined;
+  }
+
   /** The organization a valid envd token acts for, or undefined. */
   async verify(sandboxId: string, token: string | null): Promise<string | undefined> {
     const found = await this.check(sandboxId, token);
@@ -112,6 +122,26 @@ export class AccessTokens {
     }
     return undefined;
   }
+}
+
+/** How long a terminal ticket opens the sandbox's terminal WebSocket for. */
+export const TERMINAL_TICKET_MS = 60_000;
+
+/**
+ * A terminal ticket: the browser's credential for the terminal WebSocket, which cannot
+ * carry an Authorization header. `<expiry ms>.<HMAC of the sandbox and expiry under the
+ * sandbox's envd token>`: it opens that sandbox's terminal only, for TERMINAL_TICKET_MS,
+ * and dies with the sandbox's token. Threat: an API key in a URL (logs, history) - the
+ * ticket replaces it, opens one shell (terminal.ts) and is worth nothing once expired.
+ */
+export function terminalTicketMac(envdToken: string, sandboxId: string, expires: number): string {
+  return createHmac("sha256", envdToken).update(`terminal:${sandboxId}:${expires}`).digest("base64url");
+}
+
+export async function issueTerminalTicket(tokens: AccessTokens, organizationId: string, sandboxId: string, now = Date.now()): Promise<{ ticket: string; expiresAt: string }> {
+  const expires = now + TERMINAL_TICKET_MS;
+  const token = await tokens.tokenFor(organizationId, sandboxId);
+  return { ticket: `${expires}.${terminalTicketMac(token, sandboxId, expires)}`, expiresAt: new Date(expires).toISOString() };
 }
 
 function hash(token: string): string {

@@ -56,8 +56,8 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     };
   };
 
-  const detail = (row: SandboxRow) => {
-    const template = sandboxes.templates.get(row.templateId);
+  const detail = async (row: SandboxRow) => {
+    const template = await sandboxes.templateOf(row);
     const r = template ? resolveResources(template, {}) : undefined;
     const res = typeof r === "object" ? r : { cpuCount: 1, memoryMB: 0, diskSizeMB: 0 };
     return {
@@ -170,7 +170,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
         detail: hide,
       },
     )
-    .get("/sandboxes/:id", async ({ auth, params }) => detail(await live(auth.organizationId, params.id)), { detail: hide })
+    .get("/sandboxes/:id", async ({ auth, params }) => await detail(await live(auth.organizationId, params.id)), { detail: hide })
     .delete(
       "/sandboxes/:id",
       async ({ auth, params, set }) => {

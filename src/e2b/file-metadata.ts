@@ -1,5 +1,6 @@
 import { ApiError } from "../http/errors";
 import type { SandboxService } from "../sandboxes/service";
+import type { SandboxUser } from "../plugin-api";
 import { runInSandbox } from "./sandbox-run";
 
 /**
@@ -63,12 +64,13 @@ export class FileMetadata {
     private readonly sandboxes: SandboxService,
     private readonly organizationId: string,
     private readonly sandboxId: string,
+    private readonly user: SandboxUser = "user",
   ) {}
 
   /** Each path's metadata, in order (empty where it has none, or where python3 is missing). */
   async get(paths: string[]): Promise<Record<string, string>[]> {
     if (!paths.length) return [];
-    const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["python3", "-c", HELPER, "get"], input(paths));
+    const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["python3", "-c", HELPER, "get"], input(paths), this.user);
     if (r.exitCode !== 0) return paths.map(() => ({}));
     try {
       const list = JSON.parse(new TextDecoder().decode(r.stdout)) as Record<string, string>[];
@@ -81,7 +83,7 @@ export class FileMetadata {
   /** Replaces the metadata of just-uploaded files (with none: clears what an earlier upload set). */
   async replace(paths: string[], metadata: Record<string, string>): Promise<void> {
     if (!paths.length) return;
-    const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["python3", "-c", HELPER, "set", JSON.stringify(metadata)], input(paths));
+    const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["python3", "-c", HELPER, "set", JSON.stringify(metadata)], input(paths), this.user);
     if (r.exitCode === 0) return;
     // No python3 in the sandbox: nothing can have set metadata either, so nothing to clear.
     if (!Object.keys(metadata).length) return;

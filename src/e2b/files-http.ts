@@ -2,7 +2,9 @@ import { posix } from "node:path";
 import { readBodyBytes } from "../http/body";
 import { ApiError } from "../http/errors";
 import { downloadEncoding, gunzipBounded, uploadEncoding } from "./content-encoding";
+import type { SandboxUser } from "../plugin-api";
 import type { SandboxService } from "../sandboxes/service";
+import { envdUser } from "./envd-user";
 import type { SandboxRef } from "./context";
 import { FileMetadata, metadataFromHeaders } from "./file-metadata";
 
@@ -12,18 +14,21 @@ const HOME = "/home/user";
 
 /**
  * envd's plain HTTP file transfer: `GET /files?path=` downloads, `POST /files?path=`
- * uploads (multipart `file` parts, or a raw application/octet-stream body). `username`
- * is accepted and ignored: every process of a sandbox runs as its one user. Uploads
+ * uploads (multipart `file` parts, or a raw application/octet-stream body), as the
+ * `username` the request names (envd-user.ts): `user`, or `root` in a sandbox of an image
+ * template, whose writes anywhere (/usr, /root) are then root's inside the sandbox. Uploads
  * count against the service's request body limit, before and after a gzip
  * Content-Encoding is undone (content-encoding.ts).
  */
 export async function filesHttp(request: Request, url: URL, ref: SandboxRef, sandboxes: SandboxService, bodyLimit: number): Promise<Response> {
   const path = url.searchParams.get("path");
+  const user = envdUser(request.headers.get("authorization"), url.searchParams.get("username"));
+  if (typeof user !== "string") throw new ApiError(400, user.error);
   if (request.method === "GET") {
     if (!path) throw new ApiError(400, "query parameter 'path' is required");
     const encoding = downloadEncoding(request);
     if (!encoding) throw new ApiError(406, "no acceptable Accept-Encoding: gzip and identity are served");
-    const data = await sandboxes.readFileBytes(ref.organizationId, ref.sandboxId, absolute(path), MAX_DOWNLOAD_BYTES);
+    const data = await sandboxes.readFileBytes(ref.organizationId, ref.sandboxId, absolute(path, user), MAX_DOWNLOAD_BYTES, user);
     const headers: Record<string, string> = { "content-type": "application/octet-stream", "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(posix.basename(path))}`, vary: "Accept-Encoding" };
     if (encoding === "identity") return new Response(data, { headers });
     return new Response(Bun.gzipSync(data as Uint8Array<ArrayBuffer>), { headers: { ...headers, "content-encoding": "gzip" } });
@@ -56,11 +61,11 @@ export async function filesHttp(request: Request, url: URL, ref: SandboxRef, san
   if (!files.length) throw new ApiError(400, "no file in the request: send multipart 'file' parts or an application/octet-stream body");
   const written: { name: string; type: "file"; path: string; metadata?: Record<string, string> }[] = [];
   for (const f of files) {
-    const entry = await sandboxes.writeFile(ref.organizationId, ref.sandboxId, absolute(f.path), f.data);
+    const entry = await sandboxes.writeFile(ref.organizationId, ref.sandboxId, absolute(f.path, user), f.data, user);
     written.push({ name: entry.name, type: "file", path: entry.path });
   }
   // The upload's metadata replaces the files' (none: an overwritten file loses its old metadata).
-  await new FileMetadata(sandboxes, ref.organizationId, ref.sandboxId).replace(
+  await new FileMetadata(sandboxes, ref.organizationId, ref.sandboxId, user).replace(
     written.map((w) => w.path),
     metadata,
   );
@@ -68,7 +73,8 @@ export async function filesHttp(request: Request, url: URL, ref: SandboxRef, san
   return Response.json(written);
 }
 
-function absolute(p: string): string {
+/** Relative paths are relative to the user's home, as in envd. */
+function absolute(p: string, user: SandboxUser): string {
   if (p.length > 4096 || p.includes("\0")) throw new ApiError(400, "path must be at most 4096 characters without NUL");
-  return posix.resolve(HOME, p);
+  return posix.resolve(user === "root" ? "/root" : HOME, p);
 }

@@ -4,6 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { SandboxService } from "../sandboxes/service";
 import { sandboxOf } from "./context";
+import { envdUser } from "./envd-user";
 import { type WatchEventType, type Watchers, startWatch } from "./fs-watch";
 import { type EntryInfoSchema, EventType, type Filesystem, FileType, type WatchDirResponseSchema } from "./gen/filesystem_pb";
 import { FileMetadata, withMetadata } from "./file-metadata";
@@ -22,13 +23,19 @@ const EVENT_TYPES: Record<WatchEventType, EventType> = {
 
 /** envd's filesystem.Filesystem over helpers run inside the sandbox (see sandbox-fs.ts, fs-watch.ts). */
 export function filesystemService(sandboxes: SandboxService, watchers: Watchers): ServiceImpl<typeof Filesystem> {
+  /** envd's user of the call (its basic authentication): `root` works in image templates' sandboxes. */
+  const userOf = (ctx: HandlerContext) => {
+    const user = envdUser(ctx.requestHeader.get("authorization"));
+    if (typeof user !== "string") throw new ConnectError(user.error, Code.InvalidArgument);
+    return user;
+  };
   const fs = (ctx: HandlerContext) => {
     const { organizationId, sandboxId } = sandboxOf(ctx);
-    return new SandboxFs(sandboxes, organizationId, sandboxId);
+    return new SandboxFs(sandboxes, organizationId, sandboxId, userOf(ctx));
   };
   const meta = (ctx: HandlerContext) => {
     const { organizationId, sandboxId } = sandboxOf(ctx);
-    return new FileMetadata(sandboxes, organizationId, sandboxId);
+    return new FileMetadata(sandboxes, organizationId, sandboxId, userOf(ctx));
   };
   /** Entries with their metadata (envd 0.6.2). */
   const full = async (ctx: HandlerContext, entries: Entry[]) => (await withMetadata(meta(ctx), entries)).map(entryInfo);

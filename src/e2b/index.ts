@@ -13,6 +13,7 @@ import { hostRouting } from "./host-routing";
 import { Interpreter } from "./interpreter-http";
 import { MetricsSampler } from "./metrics";
 import { ProcessTable } from "./processes";
+import { terminalRoutes, terminalSocketSurface } from "./terminal";
 
 /** E2B's control plane: our API keys (X-API-KEY, as the SDK sends it, or Bearer), E2B's `{code, message}` errors. */
 export const e2bControlSurface: Surface = { prefix: "/e2b", family: "sandbox", credentials: "sandbox", scope: "sandboxes" };
@@ -34,6 +35,15 @@ export const e2bModule: RouteModule = {
     return new Elysia()
       .use(e2bTemplateRoutes(templateServiceOf(s), s.config.publicUrl))
       .use(e2bControlRoutes(sandboxes, sandboxNetworksOf(s), tokensOf(s), new MetricsSampler(sandboxes), s.config.sandboxes.domain));
+  },
+};
+
+/** A sandbox's terminal over WebSocket (terminal.ts): its ticket on /sandboxes, the socket on a surface of its own. */
+export const terminalModule: RouteModule = {
+  surfaces: [terminalSocketSurface],
+  routes: (s) => {
+    const sandboxes = sandboxServiceOf(s);
+    return terminalRoutes(sandboxes, tokensOf(s), new ProcessTable(sandboxes));
   },
 };
 

@@ -6,9 +6,10 @@ import { type SandboxService, stillRunning } from "../sandboxes/service";
 import { boundedStream } from "../streams/bounded";
 import { type Line, lines as readLines } from "../streams/lines";
 import type { SandboxRef } from "./context";
+import { templateNameOf } from "../templates/shipped";
 import { KERNEL_NEEDS, kernelArgv, type Language, languageOf } from "./kernels";
 
-/** Templates whose sandboxes run the code interpreter (the shipped one and E2B's name for it). */
+/** Templates whose sandboxes run the code interpreter: the configured one, and an organization's build of the shipped definition (`code_interpreter[:tag]@<build>`, src/templates/shipped.ts). */
 const INTERPRETER_TEMPLATES = new Set(["code_interpreter"]);
 const MAX_CONTEXTS = 16;
 const HOME = "/home/user";
@@ -49,7 +50,7 @@ export class Interpreter {
   async handle(request: Request, path: string, ref: SandboxRef): Promise<Response> {
     // A paused sandbox with autoResume wakes for its interpreter too.
     const row = await this.sandboxes.inUse(ref.organizationId, ref.sandboxId);
-    if (!INTERPRETER_TEMPLATES.has(row.templateId)) throw new ApiError(502, `the code interpreter runs in sandboxes of template code_interpreter; this one is ${row.templateId}`);
+    if (!INTERPRETER_TEMPLATES.has(templateNameOf(row.templateId))) throw new ApiError(502, `the code interpreter runs in sandboxes of template code_interpreter; this one is ${row.templateId}`);
     // A paused sandbox's kernels are frozen: answer now rather than hang (E2B answers 502 too).
     if (row.status !== "running") throw new ApiError(502, `sandbox ${ref.sandboxId} is ${row.status}; connect to resume it`);
     const method = request.method;

@@ -44,7 +44,7 @@ export class MetricsSampler {
   async sample(row: SandboxRow) {
     const usage = await this.sandboxes.usageOf(row.organizationId, row.id);
     if (!usage) return undefined;
-    const template = this.sandboxes.templates.get(row.templateId);
+    const template = await this.sandboxes.templateOf(row);
     const r = template ? resolveResources(template, {}) : undefined;
     const res = typeof r === "object" ? r : { cpuCount: 1, memoryMB: 0, diskSizeMB: 0 };
     const now = Date.now();

@@ -1,4 +1,5 @@
 import { posix } from "node:path";
+import type { SandboxUser } from "../plugin-api";
 import type { SandboxService } from "../sandboxes/service";
 import { runInSandbox } from "./sandbox-run";
 
@@ -54,10 +55,12 @@ export class SandboxFs {
     private readonly sandboxes: SandboxService,
     private readonly organizationId: string,
     private readonly sandboxId: string,
+    /** Whom the helpers run as: envd's user of the request (envd-user.ts). */
+    private readonly user: SandboxUser = "user",
   ) {}
 
   private async sh(script: string, args: string[], rebase?: (path: string) => string) {
-    const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["/bin/sh", "-c", `${ABS}\n${script}`, "sh", ...args]);
+    const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["/bin/sh", "-c", `${ABS}\n${script}`, "sh", ...args], undefined, this.user);
     const err = r.stderr.trim().split("\n").pop() ?? "";
     switch (r.exitCode) {
       case 0:
@@ -82,7 +85,7 @@ export class SandboxFs {
     const links = entries.filter((e) => e.link);
     if (links.length) {
       const input = new TextEncoder().encode(links.map((e) => `${e.path}\0`).join(""));
-      const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["/bin/sh", "-c", RESOLVE_LINKS], input);
+      const r = await runInSandbox(this.sandboxes, this.organizationId, this.sandboxId, ["/bin/sh", "-c", RESOLVE_LINKS], input, this.user);
       const out = new TextDecoder().decode(r.stdout).split("\0");
       links.forEach((e, i) => {
         const [target, perm] = [out[2 * i] ?? "", out[2 * i + 1] ?? ""];

@@ -1,3 +1,4 @@
+import type { SandboxUser } from "../plugin-api";
 import type { SandboxService } from "../sandboxes/service";
 
 export interface Ran {
@@ -10,13 +11,13 @@ const DEADLINE_MS = 30_000;
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
 /**
- * Runs a short helper inside the sandbox, as its user, and collects its output (file
+ * Runs a short helper inside the sandbox, as its user (or its root: image templates), and collects its output (file
  * operations of the E2B data plane). Threat: a helper held up by the sandbox's own
  * processes (a FIFO, a huge directory) would tie up the request; it is killed at the
  * deadline, and output past the cap is not kept.
  */
-export async function runInSandbox(sandboxes: SandboxService, organizationId: string, sandboxId: string, argv: string[], stdin?: Uint8Array): Promise<Ran> {
-  const p = await sandboxes.spawn(organizationId, sandboxId, { argv, env: {} });
+export async function runInSandbox(sandboxes: SandboxService, organizationId: string, sandboxId: string, argv: string[], stdin?: Uint8Array, user: SandboxUser = "user"): Promise<Ran> {
+  const p = await sandboxes.spawn(organizationId, sandboxId, { argv, env: {}, ...(user === "root" ? { user } : {}) });
   if (stdin) p.write(stdin);
   p.closeStdin();
   const timer = setTimeout(() => p.kill("SIGKILL"), DEADLINE_MS);

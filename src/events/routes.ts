@@ -7,7 +7,7 @@ import { isWellFormedId } from "../ids";
 import type { Services } from "../services";
 import { secretBoxFor } from "./secrets";
 import { envelopeOf } from "./record";
-import { listSandboxEvents, WebhookRepository, webhookJson } from "./webhooks";
+import { listSandboxEvents, TEST_EVENT_TYPE, WebhookRepository, webhookJson } from "./webhooks";
 
 /** `/events/*`: flat errors, `Authorization: Bearer` only, scope `events`. */
 export const eventsSurface: Surface = { prefix: "/events", family: "flat", credentials: "bearer", scope: "events" };
@@ -75,6 +75,13 @@ export const DeliverySchema = named("WebhookDelivery", t.Object({
   attemptLog: t.Array(AttemptSchema, { description: "Finished attempts, oldest first (an attempt cut short by a process crash has no entry)" }),
 }));
 
+export const QueuedDeliverySchema = named("QueuedWebhookDelivery", t.Object({
+  id: t.String({ description: "`dlv_...`; its attempts appear in the delivery history" }),
+  eventId: t.String(),
+  eventType: t.String(),
+  status: t.Literal("pending"),
+}));
+
 const pageQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50, error: "limit must be an integer from 1 to 100", description: "Page size, 1-100 (default 50)" })),
   cursor: t.Optional(t.String({ description: "`nextCursor` of the previous page" })),
@@ -93,6 +100,8 @@ function eventCursor(cursor: string | undefined): string | undefined {
   if (!isWellFormedId(cursor, "evt_")) throw new ApiError(400, "invalid cursor");
   return cursor;
 }
+
+const webhookParams = t.Object({ webhookID: t.String({ maxLength: 64, error: "webhookID must be a string" }) });
 
 function deliveryCursor(cursor: string | undefined): number | undefined {
   if (cursor === undefined) return undefined;
@@ -190,6 +199,38 @@ export function eventsRoutes(s: Services) {
         return null;
       },
       { detail: { tags, operationId: "deleteWebhook", ...responds({ 204: null }, [404]), summary: "Delete a webhook", description: "204; its queued deliveries and their history are deleted with it." } },
+    )
+    .post(
+      "/webhooks/:webhookID/test",
+      async ({ auth, params, set }) => {
+        set.status = 202;
+        return repo.sendTest(auth.organizationId, params.webhookID);
+      },
+      {
+        params: webhookParams,
+        response: { 202: QueuedDeliverySchema, 404: ErrorSchema, 409: ErrorSchema },
+        detail: {
+          tags,
+          operationId: "testWebhook", summary: "Send a test event to a webhook",
+          description: `202: a \`${TEST_EVENT_TYPE}\` event is queued for this webhook only (no other webhook receives it), signed and retried like any delivery; follow it in the delivery history. 409 while the webhook is disabled.`,
+        },
+      },
+    )
+    .post(
+      "/webhooks/:webhookID/deliveries/:deliveryID/redeliver",
+      async ({ auth, params, set }) => {
+        set.status = 202;
+        return repo.redeliver(auth.organizationId, params.webhookID, params.deliveryID);
+      },
+      {
+        params: t.Object({ webhookID: t.String({ maxLength: 64 }), deliveryID: t.String({ maxLength: 64 }) }),
+        response: { 202: QueuedDeliverySchema, 404: ErrorSchema, 409: ErrorSchema },
+        detail: {
+          tags,
+          operationId: "redeliverWebhookDelivery", summary: "Deliver an event again",
+          description: "202: the delivery's event is queued again for the webhook as a new delivery with attempts of its own; the old delivery keeps its history. 404 for a delivery of another webhook; 409 while the webhook is disabled.",
+        },
+      },
     )
     .get(
       "/webhooks/:webhookID/deliveries",

@@ -1,10 +1,10 @@
-import { and, desc, eq, inArray, lt } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, ne, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors";
 import type { Db } from "../db/client";
 import { isWellFormedId, newId } from "../ids";
 import { checkTarget, EgressRefused, type EgressPolicy } from "../egress";
 import { EVENT_KINDS, isResourceType, RESOURCE_TYPES, resourceTypeOfKind } from "./kinds";
-import type { ResourceType } from "./record";
+import { DELIVERY_CHANNEL, type DbOrTx, recordEvent, type ResourceType } from "./record";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema";
 import { type SecretBox, secretBox } from "./secrets";
 import { generateSecret } from "./signing";
@@ -150,6 +150,53 @@ export class WebhookRepository {
     if (deleted.length === 0) throw new ApiError(404, "webhook not found");
   }
 
+  /**
+   * Queues a `webhook.test` event for this webhook only, signed and retried like any
+   * delivery, so an operator can see the receiver answer without waiting for a real
+   * event. 409 while the webhook is disabled (the worker would cancel it anyway).
+   */
+  async sendTest(organizationId: string, id: string): Promise<QueuedDelivery> {
+    const hook = await this.get(organizationId, id);
+    if (!hook.enabled) throw new ApiError(409, "webhook is disabled: enable it to send a test event");
+    return this.db.transaction(async (tx) => {
+      const event = await recordEvent(tx, {
+        organizationId,
+        resourceType: hook.resourceType as ResourceType,
+        resourceId: hook.id,
+        type: TEST_EVENT_TYPE,
+        data: { webhookID: hook.id, message: "a test event sent from the webhook's settings" },
+        skipWebhooks: true,
+      });
+      return this.queue(tx, organizationId, hook.id, event.id, TEST_EVENT_TYPE);
+    });
+  }
+
+  /**
+   * Queues the event of an earlier delivery again, as a new delivery with its own
+   * attempts (the old one keeps its history). 404 for a delivery of another webhook or
+   * organization; 409 while the webhook is disabled.
+   */
+  async redeliver(organizationId: string, webhookId: string, deliveryId: string): Promise<QueuedDelivery> {
+    const hook = await this.get(organizationId, webhookId);
+    const n = deliveryNumber(deliveryId);
+    if (n === undefined) throw new ApiError(404, "delivery not found");
+    const [old] = await this.db
+      .select({ eventId: webhookDeliveries.eventId, eventType: events.type })
+      .from(webhookDeliveries)
+      .innerJoin(events, eq(events.id, webhookDeliveries.eventId))
+      .where(and(eq(webhookDeliveries.id, n), eq(webhookDeliveries.webhookId, hook.id), eq(webhookDeliveries.organizationId, organizationId)));
+    if (!old) throw new ApiError(404, "delivery not found");
+    if (!hook.enabled) throw new ApiError(409, "webhook is disabled: enable it to redeliver");
+    return this.db.transaction((tx) => this.queue(tx, organizationId, hook.id, old.eventId, old.eventType));
+  }
+
+  /** One pending delivery and the wake-up of the workers (delivered by PostgreSQL at commit). */
+  private async queue(tx: DbOrTx, organizationId: string, webhookId: string, eventId: string, eventType: string): Promise<QueuedDelivery> {
+    const [row] = await tx.insert(webhookDeliveries).values({ eventId, webhookId, organizationId }).returning({ id: webhookDeliveries.id });
+    await tx.execute(sql`select pg_notify(${DELIVERY_CHANNEL}, '')`);
+    return { id: `dlv_${row.id}`, eventId, eventType, status: "pending" };
+  }
+
   /** Deliveries of one webhook, newest first, each with its attempt log. */
   async deliveries(organizationId: string, webhookId: string, limit: number, before?: number) {
     await this.get(organizationId, webhookId);
@@ -199,6 +246,27 @@ export class WebhookRepository {
   }
 }
 
+/**
+ * The kind of the event a test delivery carries. It goes to the one webhook it was asked
+ * for (never fanned out to the organization's other webhooks) and stays out of the event
+ * lists: it is about the receiver, not about any resource.
+ */
+export const TEST_EVENT_TYPE = "webhook.test";
+
+/** A delivery just queued (test event, redelivery): its history fills in as the worker attempts it. */
+export interface QueuedDelivery {
+  id: string;
+  eventId: string;
+  eventType: string;
+  status: "pending";
+}
+
+/** Deliveries as `dlv_<n>` in the API, the row's number in the database. */
+export function deliveryNumber(id: string): number | undefined {
+  const m = /^dlv_([1-9][0-9]{0,15})$/.exec(id);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** Sandbox lifecycle events of an organization (optionally one sandbox), newest first. */
 export async function listSandboxEvents(db: Db, organizationId: string, opts: { sandboxId?: string; limit: number; before?: string }) {
   const rows = await db
@@ -208,6 +276,7 @@ export async function listSandboxEvents(db: Db, organizationId: string, opts: { 
       and(
         eq(events.organizationId, organizationId),
         eq(events.resourceType, "sandbox"),
+        ne(events.type, TEST_EVENT_TYPE),
         opts.sandboxId !== undefined ? eq(events.resourceId, opts.sandboxId) : undefined,
         opts.before !== undefined ? lt(events.id, opts.before) : undefined,
       ),

@@ -30,19 +30,40 @@ const DEFAULT_MAX_OUTPUT = 16_384;
  * admitted against a budget that fits one).
  */
 export async function admit(s: Services, call: Call): Promise<BudgetHold | undefined> {
+  if (!limited(s, call)) return undefined;
+  const c0 = call.candidates[0];
+  const text = c0 ? call.body(c0) : undefined;
+  if (text === undefined) return undefined; // a read: nothing is generated
+  const input = Math.ceil(Buffer.byteLength(text) / 3); // generous: the hold is a maximum
+  return admitTokens(s, call, input, maxOutput(parse(text)));
+}
+
+/** The part of a call admission looks at (a Realtime response is admitted without a Call). */
+export type Admitted = Pick<Call, "auth" | "candidates" | "publicModel" | "protocol">;
+
+/** Whether the call's key or organization has anything admission must hold against. */
+function limited(s: Services, call: Admitted): boolean {
+  const key = call.auth.key;
+  if (key.spendingLimit !== null || (key.tpm ?? 0) > 0) return true;
+  const org = orgBudgetsFor(s).get(call.auth.organizationId);
+  return !!org && org.spendingLimit !== null;
+}
+
+/**
+ * Holds `input` tokens plus `output` (or the model's output limit when unknown) against the
+ * key's token window and the key's and organization's budgets; undefined when nothing is limited.
+ */
+export async function admitTokens(s: Services, call: Admitted, input: number, output: number | undefined): Promise<BudgetHold | undefined> {
+  if (!limited(s, call)) return undefined;
   const key = call.auth.key;
   const tpm = key.tpm ?? 0;
   const org = orgBudgetsFor(s).get(call.auth.organizationId);
   const keyLimited = key.spendingLimit !== null;
   const orgLimited = !!org && org.spendingLimit !== null;
   const limiter = tpm > 0 ? tokenLimiterOf(s) : undefined;
-  if (!keyLimited && !orgLimited && !limiter) return undefined;
   const c0 = call.candidates[0];
-  const text = c0 ? call.body(c0) : undefined;
-  if (text === undefined) return undefined; // a read: nothing is generated
-  const input = Math.ceil(Buffer.byteLength(text) / 3); // generous: the hold is a maximum
   const catalog = catalogFor(s);
-  const output = maxOutput(parse(text)) ?? catalog.get(c0?.model ?? call.publicModel)?.maxOutputTokens ?? catalog.get(call.publicModel)?.maxOutputTokens ?? DEFAULT_MAX_OUTPUT;
+  output ??= catalog.get(c0?.model ?? call.publicModel)?.maxOutputTokens ?? catalog.get(call.publicModel)?.maxOutputTokens ?? DEFAULT_MAX_OUTPUT;
   const hold: BudgetHold = { amount: 0, key: false, org: false };
   if (limiter) {
     const count = input + output;
@@ -80,7 +101,7 @@ export async function admit(s: Services, call: Call): Promise<BudgetHold | undef
 }
 
 /** Gives back what a request held when no usage record will carry it (it failed before being recorded). */
-export function release(s: Services, call: Call, hold: BudgetHold): void {
+export function release(s: Services, call: Pick<Call, "auth">, hold: BudgetHold): void {
   if (hold.recorded) return;
   hold.recorded = true;
   if (hold.tokens) tokenLimiterOf(s)?.settle(call.auth.key.id, hold.tokens.reservation, -hold.tokens.count);

@@ -10,6 +10,7 @@ import { type Protocol, protocolSpec, type Usage } from "./protocols";
 import type { UpstreamRequest } from "./provider";
 import { clearUsage } from "./protocols/spec";
 import type { Candidate, Router } from "./router";
+import type { RecentErrors } from "./recent-errors";
 import { completeJsonArray, pipeJsonArray } from "./json-array-stream";
 import { completeSse, pipeSse, type UpstreamReader } from "./stream";
 import { Timing } from "./timing";
@@ -70,6 +71,8 @@ export interface Deps {
   unitCost?(model: string, usage: Usage): number | undefined;
   /** Set when access-log lines are written: prices a request's usage for its line. */
   accessLog?: { cost(model: string, usage: Usage): number | undefined };
+  /** The last upstream failures, for the operator's providers page. */
+  errors?: RecentErrors;
 }
 
 const TIMEOUT = "upstream timeout";
@@ -112,6 +115,12 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   let used: Candidate | undefined;
   const seen = d.observe?.modelCall(call);
   let attempts = 0;
+  // The attempts that failed, for the request log's detail (undefined while none did: no cost on the usual path).
+  let failed: { provider: string; model: string; status: number; error: string }[] | undefined;
+  const fail = (c: Candidate, status: number, error: string) => {
+    (failed ??= []).push({ provider: c.provider, model: c.model, status, error: clip(error) });
+    d.errors?.add({ provider: c.provider, model: c.model, status, error, requestId: call.requestId });
+  };
   // Kept for the request log (stored only when REQUEST_LOG_BODIES is on; see the meter).
   let sent: string | undefined;
   let answer: string | undefined;
@@ -151,6 +160,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       cost: unitCost(d, used?.model ?? call.publicModel, usage),
       hold: call.hold,
       attempts,
+      failedAttempts: failed && JSON.stringify(failed),
       requestBody: sent,
       responseBody: answer,
       latencyMs: performance.now() - call.startedAt,
@@ -235,6 +245,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         else d.router.failed(c);
         lastAnswer = { status: res.status, body: detail, headers: res.headers, candidate: c };
         last = { status: res.status, message: `provider ${c.provider} answered ${res.status}${detail ? `: ${clip(detail)}` : ""}` };
+        fail(c, res.status, last.message);
         continue;
       }
       if (!res.ok) {
@@ -246,6 +257,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         attempt?.end("rejected", res.status);
         if (res.status === 401 || res.status === 403) {
           d.router.failed(c);
+          fail(c, res.status, `provider ${c.provider} rejected the gateway's credentials`);
           record(502);
           throw new ApiError(502, `provider ${c.provider} rejected the gateway's credentials (${res.status})`);
         }
@@ -269,6 +281,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
           attempt?.end("empty", res.status);
           d.router.failed(c);
           last = endedEarly(c);
+          fail(c, res.status, last.message);
           continue;
         }
         attempt?.end("ok", res.status);
@@ -312,6 +325,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
           attempt?.end("empty", res.status);
           d.router.failed(c);
           last = endedEarly(c);
+          fail(c, res.status, last.message);
           continue;
         }
         attempt?.end("ok", res.status);
@@ -330,6 +344,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         attempt?.end("empty", res.status);
         d.router.failed(c);
         last = endedEarly(c);
+        fail(c, res.status, last.message);
         continue;
       }
       attempt?.end("ok", res.status);
@@ -368,6 +383,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       last = timedOut
         ? { status: 504, message: `provider ${c.provider} did not answer within ${d.options.timeoutMs} ms` }
         : { status: 503, message: `provider ${c.provider} is unreachable: ${(e as Error)?.message ?? String(e)}` };
+      fail(c, 0, last.message);
     }
   }
   // Every candidate failed before the first byte. When one of them answered (429, 5xx),

@@ -14,6 +14,7 @@ import type { ModelProvider } from "./provider";
 import type { Protocol } from "./protocols";
 import { type Candidate, type ProviderEntry, Router } from "./router";
 import { spoolUpload } from "./upload";
+import { RecentErrors } from "./recent-errors";
 
 /** What a surface handler has after validation. */
 export interface Incoming {
@@ -31,6 +32,8 @@ export class Gateway {
   readonly router: Router;
   readonly providers = new Map<string, ProviderEntry>();
   readonly deps: Deps;
+  /** The last upstream failures of this process (the operator's providers page). */
+  readonly errors = new RecentErrors();
 
   constructor(readonly s: Services) {
     const config = gatewayConfig(s.config.file);
@@ -58,6 +61,7 @@ export class Gateway {
       observe,
       unitCost: (model, u) => unitPrices.unitCost(model, { images: u.images, seconds: u.audioSeconds, characters: u.characters }),
       accessLog: s.log.enabled("info") ? { cost: (model, usage) => catalog.cost(model, usage) } : undefined,
+      errors: this.errors,
     };
   }
 
@@ -124,9 +128,12 @@ export class Gateway {
     }
   }
 
-  /** generateContent: the model is in the path, so the body always goes through unchanged. */
-  forwardPathModel(protocol: Protocol, inc: Incoming, model: string, stream: boolean, body: unknown): Promise<Response> {
-    const candidates = this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
+  /**
+   * generateContent: the model is in the path, so the body always goes through unchanged.
+   * `candidates`: the provider holding a cache or files the body names (genvendor-resources.ts).
+   */
+  forwardPathModel(protocol: Protocol, inc: Incoming, model: string, stream: boolean, body: unknown, held?: Candidate[]): Promise<Response> {
+    const candidates = held ?? this.router.candidates(model, protocol, this.compat(protocol, inc, stream));
     const raw = rawBodies.get(inc.request) ?? JSON.stringify(body);
     // Without `alt=sse` the generative vendor streams one JSON array: passed through as asked.
     const streamFormat = stream && !/[?&]alt=sse(&|$)/.test(inc.request.url) ? ("json-array" as const) : undefined;

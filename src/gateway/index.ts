@@ -1,4 +1,5 @@
 import type { RouteModule } from "../http/route-module";
+import { gatewayAdminRoutes } from "./admin-routes";
 import { gatewayFor } from "./gateway";
 import { NO_PROVIDER_HINT } from "./hints";
 import { gatewayDocumentPaths, gatewayRoutes, gatewaySurfaces } from "./routes";
@@ -20,3 +21,6 @@ export const gatewayModule: RouteModule = {
     if (!g.providers.size) s.log.warn(NO_PROVIDER_HINT);
   },
 };
+
+/** The operator's read-only view of providers, models and their health (GET /admin/gateway). */
+export const gatewayAdminModule: RouteModule = { surfaces: [], routes: gatewayAdminRoutes };

@@ -25,18 +25,24 @@ export interface UpstreamRequest {
    * `/{id}`, `/{id}/cancel`, `/{id}/input_items`, `/input_tokens`): the method, the path
    * appended to the protocol's path, and the client's query string (without `?`).
    */
-  resource?: { method: "GET" | "POST" | "DELETE"; path: string; query?: string };
+  resource?: { method: "GET" | "POST" | "PATCH" | "DELETE"; path: string; query?: string };
   /** A stream the client asked for as one JSON array (generateContent without `alt=sse`) instead of SSE. */
   streamFormat?: "json-array";
   /** W3C trace context of this attempt's span (when tracing is on), sent upstream as `traceparent`. */
   traceparent?: string;
   /**
-   * A multipart upload sent instead of `body` (image edits, transcriptions): the bytes
-   * (a spooled file, streamed from disk) and their content type with its boundary.
+   * An upload sent instead of `body` (image edits, transcriptions: a multipart body
+   * spooled to a file, streamed from disk; a resumable upload's bytes: the client's body,
+   * streamed through) and its content type.
    */
-  upload?: { body: Blob; contentType: string };
+  upload?: { body: Blob | ReadableStream<Uint8Array>; contentType: string };
   /** The client's parsed JSON body, for compatibility rules (`incompatible`); never sent. */
   json?: Record<string, unknown>;
+}
+
+export interface UpstreamSocket {
+  url: string;
+  headers: Record<string, string>;
 }
 
 export interface ModelProvider {
@@ -53,6 +59,12 @@ export interface ModelProvider {
   incompatible?(req: UpstreamRequest): string | undefined;
   /** Sends the request; resolves with the upstream response, unread. Rejects on network errors. */
   send(req: UpstreamRequest): Promise<Response>;
+  /**
+   * Optional: where a session protocol's WebSocket goes (Realtime): the URL (ws: or wss:)
+   * and the headers to open it with (the vendor's credentials). The gateway connects and
+   * relays the frames (src/gateway/realtime.ts).
+   */
+  socket?(req: UpstreamRequest): UpstreamSocket;
   /**
    * Optional: image, audio or video generation (POST /v1/run, /v1/generations). A
    * provider without it is never a candidate for generation requests.
@@ -148,6 +160,10 @@ export function httpProvider(spec: HttpProviderSpec): ModelProvider {
         // Never follow redirects from an upstream: a redirect could move our credentials elsewhere.
         redirect: "manual",
       });
+    },
+    socket(req) {
+      const { "content-type": _, ...headers } = spec.headers(req);
+      return { url: (base + spec.path(req)).replace(/^http/, "ws"), headers };
     },
   };
 }

@@ -9,6 +9,7 @@ import type { Gateway, Incoming } from "./gateway";
 import { RESPONSES_EVENTS, ResponseObject } from "./response-schemas";
 import type { Candidate } from "./router";
 import { modelField, open } from "./schemas";
+import { openaiFilePlacement } from "./stored-resources";
 import { gatewayResponses } from "./schema";
 
 /**
@@ -74,7 +75,8 @@ export async function createResponse(
   if (body.conversation !== undefined && body.conversation !== null) {
     throw new ApiError(400, "conversation is not supported through the gateway; continue a conversation with previous_response_id", { param: "conversation" });
   }
-  const candidates = await continuation(g, inc, body);
+  // A response naming files goes to the provider that holds them (stored-resources.ts).
+  const candidates = await openaiFilePlacement(g, inc, "responses", body, await continuation(g, inc, body));
   return g.forwardJson("responses", inc, body, { ...opts, candidates, extra: responseCreateHooks(g, inc, body) });
 }
 

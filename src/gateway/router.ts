@@ -89,6 +89,15 @@ export class Router {
     return PROTOCOLS.filter((p) => found.some((c) => this.providers.get(c.provider)!.serves.includes(p)));
   }
 
+  /** Every provider candidate of a model, in route order, whatever its protocol or health (the operator's view); [] when none has it. */
+  candidatesOf(model: string): Candidate[] {
+    try {
+      return this.locate(model).found;
+    } catch {
+      return [];
+    }
+  }
+
   /**
    * Candidates for an image / audio / video generation: the same resolution as a
    * protocol request, keeping providers whose generation capability covers the type.
@@ -230,6 +239,14 @@ export class Router {
       if (this.limited.size >= MAX_LIMITED) this.limited.delete(this.limited.keys().next().value!);
     }
     this.limited.set(k, h);
+  }
+
+  /**
+   * Every candidate with failures on record (this process's view, shared cool-downs
+   * merged in): consecutive failures and the end of its cool-down (0: not cooling down).
+   */
+  healthSnapshot(): { key: string; failures: number; until: number }[] {
+    return [...this.health].map(([key, h]) => ({ key, failures: h.failures, until: h.until }));
   }
 
   /** Whether any organization has a rate-limit entry (running or expired) on any candidate. */

@@ -11,8 +11,12 @@ import { genvendorModelRoutes, modelRoutes } from "./models";
 import { type Protocol, PROTOCOL_SPECS, protocolSpec, surfacesOf } from "./protocols";
 import { DEFAULT_MODERATION_MODEL } from "./protocols/moderations";
 import type { ModelInPathRoute } from "./protocols/spec";
+import { openRealtime } from "./realtime";
 import { createResponse, responsesLifecycleRoutes } from "./responses-lifecycle";
-import { storedResourceRoutes } from "./stored-resources";
+import { openaiFilePlacement, storedResourceRoutes } from "./stored-resources";
+import { msgvendorPlacement, msgvendorResourceRoutes } from "./msgvendor-resources";
+import { mentionsFiles } from "./resource-store";
+import { createGenvendorBatch, genvendorDocumentPaths, genvendorPlacement, genvendorResourceRoutes, mentionsHeld } from "./genvendor-resources";
 import { responds, sse, type Success } from "../openapi/declare";
 import type { DocumentPath } from "../openapi/paths";
 import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
@@ -64,6 +68,7 @@ export const gatewayDocumentPaths: Record<string, DocumentPath[]> = Object.fromE
     ];
   }),
   ["/v1/models/*", [{ path: "/v1/models/{id_or_name}", params: { id_or_name: "Model id, catalog display name, or `<provider>/<model>`" } }]],
+  ...Object.entries(genvendorDocumentPaths),
 ]);
 const NO_OPTIONS = {};
 
@@ -99,6 +104,9 @@ export function gatewayRoutes(s: Services) {
         if (name === "responses") return createResponse(g, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined });
         // Moderations may leave the model out (the vendor's default): routing still needs one.
         if (name === "moderations" && (body as { model?: unknown }).model === undefined) return g.forwardJson(name, inc, { ...(body as object), model: DEFAULT_MODERATION_MODEL }, { patch: { model: DEFAULT_MODERATION_MODEL } });
+        // A message naming files goes to the provider that holds them (msgvendor-resources.ts).
+        if ((name === "messages" || name === "count_tokens") && mentionsFiles(request)) return msgvendorPlacement(g, inc, name, body as ModelBody).then((candidates) => g.forwardJson(name, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined, candidates }));
+        if (name === "chat" && mentionsFiles(request)) return openaiFilePlacement(g, inc, name, body as ModelBody).then((candidates) => g.forwardJson(name, inc, body as ModelBody, { patch, stripUsage: patch ? true : undefined, candidates }));
         // Speech is priced per character of its input; the audio answer reports nothing.
         if (name === "speech") return g.forwardJson(name, inc, body as ModelBody, { extra: { usage: { characters: String((body as { input?: unknown }).input ?? "").length } } });
         return g.forwardJson(name, inc, body as ModelBody, patch ? { patch, stripUsage: true } : NO_OPTIONS);
@@ -121,6 +129,16 @@ export function gatewayRoutes(s: Services) {
         summary: route.summary,
         description: route.description,
       },
+    });
+  }
+  // GET <path>?model=... upgraded to a WebSocket relayed to the provider's (Realtime).
+  for (const spec of PROTOCOL_SPECS) {
+    const route = spec.route;
+    if (route.kind !== "websocket") continue;
+    app.get(route.path, ({ query, request, server, surface, auth, requestId, startedAt }) => openRealtime(g, { request, auth, requestId, startedAt }, server, surface, query.model), {
+      query: t.Object({ model: t.Optional(t.String({ minLength: 1, maxLength: 256 })) }, { additionalProperties: true }),
+      // A WebSocket is not an operation OpenAPI 3.1 can describe (no 2xx answer): documented in docs/gateway.md instead.
+      detail: { hide: true },
     });
   }
   // POST {version}/models/{model}:{action}: the action picks the protocol (and whether it streams).
@@ -151,7 +169,11 @@ export function gatewayRoutes(s: Services) {
           const model = decodeURIComponent(call.slice(0, colon)).replace(/^models\//, "");
           if (inPath.length > 1) target.valid(body);
           target.check?.(body);
-          return g.forwardPathModel(target.name, { request, auth, requestId, startedAt }, model, target.stream, body);
+          const inc = { request, auth, requestId, startedAt };
+          // Resources (genvendor-resources.ts): a batch is created where its model and files are; a request naming a cache or files goes where they are.
+          if (target.name === "genvendor-batches") return createGenvendorBatch(g, inc, model, body);
+          if (!mentionsHeld(request)) return g.forwardPathModel(target.name, inc, model, target.stream, body);
+          return genvendorPlacement(g, inc, target.name, model, target.stream, body).then((held) => g.forwardPathModel(target.name, inc, model, target.stream, body, held));
         },
         {
           body: inPath.length === 1 ? inPath[0].body : t.Union(inPath.map((r) => r.body)),
@@ -179,7 +201,7 @@ export function gatewayRoutes(s: Services) {
         detail: { tags, operationId: id("getInteraction"), ...responds({ 200: Interaction }, [404, 502, 503, 504]), summary: `Get an Interaction (${v})`, description: "Reads an Interaction; only the API key that created it can read it (404 otherwise)." },
       });
   }
-  return app.use(responsesLifecycleRoutes(g)).use(storedResourceRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
+  return app.use(responsesLifecycleRoutes(g)).use(storedResourceRoutes(g)).use(msgvendorResourceRoutes(g)).use(genvendorResourceRoutes(g)).use(modelRoutes(s, g)).use(genvendorModelRoutes(s, g));
 }
 
 /**

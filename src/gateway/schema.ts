@@ -48,7 +48,7 @@ export const gatewayResponses = pgTable(
 );
 
 /**
- * Stored resources of the pass-through APIs (OpenAI files and batches): which provider
+ * Stored resources of the pass-through APIs (files, batches, cached contents, uploads in progress): which provider
  * holds an upstream id and which organization created it. Later calls on the id go to
  * that provider only; another organization's id is unknown (404) and never reaches an
  * upstream. The last object the upstream returned is kept, so listings show only this
@@ -64,6 +64,8 @@ export const gatewayStoredResources = pgTable(
     keyId: text("key_id").notNull(),
     provider: text("provider").notNull(),
     object: jsonb("object").notNull(),
+    /** A batch's results (or a batch output file) were metered: reading them again counts nothing. */
+    metered: boolean("metered").notNull().default(false),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [index("gateway_stored_resources_org_idx").on(t.organizationId, t.kind, t.createdAt)],

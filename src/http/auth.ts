@@ -47,6 +47,8 @@ export function extractCredential(style: CredentialStyle, request: Request, url:
     case "bearer":
     case "admin":
       return bearer(request);
+    case "realtime":
+      return bearer(request) ?? subprotocolKey(request);
     case "messages":
       return header(request, "x-api-key") ?? bearer(request);
     case "genvendor":
@@ -63,6 +65,19 @@ export function extractCredential(style: CredentialStyle, request: Request, url:
     case "none":
       return undefined;
   }
+}
+
+const SUBPROTOCOL_KEY = "openai-insecure-api-key.";
+
+/** The key a browser's Realtime client offers as a WebSocket subprotocol (`openai-insecure-api-key.<key>`). */
+function subprotocolKey(request: Request): string | undefined {
+  const offered = request.headers.get("sec-websocket-protocol");
+  if (!offered) return undefined;
+  for (const p of offered.split(",")) {
+    const v = p.trim();
+    if (v.startsWith(SUBPROTOCOL_KEY) && v.length > SUBPROTOCOL_KEY.length) return v.slice(SUBPROTOCOL_KEY.length);
+  }
+  return undefined;
 }
 
 function queryKey(url: string): string | undefined {

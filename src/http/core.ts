@@ -86,7 +86,7 @@ export function corePlugin(deps: CoreDeps) {
     const pathStart = url.indexOf("/", url.indexOf("//") + 2);
     const queryStart = url.indexOf("?", pathStart);
     const path = queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
-    const surface = surfaces.match(path);
+    const surface = surfaces.match(path, request.headers);
     c.surface = surface;
     enterRequest(c.requestId);
     if (observe) observe.requestStarted(request, path);

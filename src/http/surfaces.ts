@@ -4,6 +4,11 @@ import type { ErrorFamily } from "./errors";
 export type CredentialStyle =
   /** `Authorization: Bearer` only: chat, responses, run, resource APIs, /events. */
   | "bearer"
+  /**
+   * Bearer, then the `openai-insecure-api-key.<key>` WebSocket subprotocol browsers must use
+   * for the Realtime API (a browser's WebSocket cannot set headers).
+   */
+  | "realtime"
   /** `x-api-key`, then Bearer; x-api-key wins (messages). */
   | "messages"
   /** `x-goog-api-key` (or the neutral `x-genvendor-api-key`), then Bearer, then `?key=` (/v1beta). */
@@ -51,6 +56,12 @@ export interface Surface {
    * generative-vendor `/v1/models/{model}:generateContent` beside the `/v1/models` listing.
    */
   pattern?: RegExp;
+  /**
+   * Narrows the surface to requests carrying this header (lower case), consulted before
+   * every other: lets two vendors' APIs share a path, e.g. Anthropic's files (its SDK
+   * always sends `anthropic-version`) beside OpenAI's at `/v1/files`.
+   */
+  header?: string;
 }
 
 /** The scopes these surfaces ask for, sorted: the names a key's scopes may use. */
@@ -67,8 +78,12 @@ export class SurfaceTable {
   private readonly memo = new Map<string, Surface>();
 
   add(surface: Surface): void {
-    if (this.surfaces.some((s) => s.prefix === surface.prefix && String(s.pattern) === String(surface.pattern))) {
+    if (this.surfaces.some((s) => s.prefix === surface.prefix && String(s.pattern) === String(surface.pattern) && s.header === surface.header)) {
       throw new Error(`surface ${surface.prefix} declared twice`);
+    }
+    if (surface.header) {
+      this.byHeader.push(surface);
+      return;
     }
     this.surfaces.push(surface);
     this.surfaces.sort((a, b) => Number(!!b.pattern) - Number(!!a.pattern) || b.prefix.length - a.prefix.length);
@@ -80,7 +95,9 @@ export class SurfaceTable {
     return surfaceScopes(this.surfaces);
   }
 
-  match(path: string): Surface {
+  /** The surface of a path; `headers`: the request's, for the surfaces narrowed by a header. */
+  match(path: string, headers?: Headers): Surface {
+    if (headers) for (const s of this.byHeader) if (headers.has(s.header!) && segmentOf(s.prefix, path)) return s;
     const known = this.memo.get(path);
     if (known) return known;
     const found = this.scan(path);
@@ -98,17 +115,24 @@ export class SurfaceTable {
         if (path.startsWith(s.prefix) && s.pattern.test(path)) return s;
         continue;
       }
-      if (path.startsWith(s.prefix)) {
-        const next = path.charCodeAt(s.prefix.length);
-        // Match whole segments only ("/v1/models" must not catch "/v1/modelsx");
-        // ':' allows "/v1beta/models/x:generateContent" style suffixes.
-        if (Number.isNaN(next) || next === 47 /* / */ || next === 58 /* : */ || next === 63 /* ? */) return s;
-      }
+      if (segmentOf(s.prefix, path)) return s;
     }
     return OPEN_SURFACE;
   }
 
   all(): readonly Surface[] {
-    return this.surfaces;
+    return [...this.surfaces, ...this.byHeader];
   }
+  /** Surfaces narrowed by a header (few): never memoized by path. */
+  private readonly byHeader: Surface[] = [];
+}
+
+/**
+ * Whether `path` is under `prefix`, whole segments only ("/v1/models" must not catch
+ * "/v1/modelsx"); ':' allows "/v1beta/models/x:generateContent" style suffixes.
+ */
+function segmentOf(prefix: string, path: string): boolean {
+  if (!path.startsWith(prefix)) return false;
+  const next = path.charCodeAt(prefix.length);
+  return Number.isNaN(next) || next === 47 /* / */ || next === 58 /* : */ || next === 63 /* ? */;
 }

@@ -26,6 +26,19 @@ const budgetProps = {
   periodResetsAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "When the current period ends; null for `none`" }),
 };
 
+/**
+ * A key's MCP allow list: server names and namespaced tool names (`server__tool`), each
+ * possibly with `*` wildcards. Threat: a pattern is matched against names, never
+ * evaluated; the charset keeps it to names and `*` (no regular expressions to blow up).
+ */
+const McpAllowListSchema = named("McpAllowList", t.Object(
+  {
+    servers: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9*-]+$" }), { maxItems: 100, description: "Every tool of these servers (`*`: every server)" })),
+    tools: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 200, pattern: "^[A-Za-z0-9_.*-]+$" }), { maxItems: 500, description: "Namespaced tools, `server__tool`, `*` matching any characters (`search__*`)" })),
+  },
+  { additionalProperties: false, error: "mcp must be { servers?: [...], tools?: [...] } of names and * patterns (letters, digits, -, _ and .)" },
+));
+
 export const OrganizationSchema = named("Organization", t.Object({
   id: t.String({ description: "Organization id, `org_...`" }),
   name: t.String(),
@@ -44,6 +57,7 @@ export const KeySchema = named("ApiKey", t.Object({
   tpm: t.Union([t.Integer(), t.Null()], { description: "Input plus output tokens per minute, counted when requests finish; null = no cap" }),
   expiresAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
   scopes: t.Array(t.String(), { description: "Empty = organization-level access" }),
+  mcp: t.Union([McpAllowListSchema, t.Null()], { description: "What the key reaches through the MCP gateway (`/mcp`); null = no MCP server (docs/mcp.md)" }),
   createdAt: t.String({ format: "date-time" }),
   revokedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
 }));
@@ -62,7 +76,8 @@ const optionalProps = {
   rpm: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
   tpm: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()], { error: "tpm must be a positive integer, or null" })),
   expiresAt: t.Optional(t.Union([t.String({ format: "date-time" }), t.Null()])),
-  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: "Scopes of public surfaces (`models`, `sandboxes`, `events`, `agents`, `usage`); empty = every surface" })),
+  scopes: t.Optional(t.Array(t.String({ minLength: 1 }), { description: "Scopes of public surfaces (`models`, `sandboxes`, `events`, `agents`, `usage`, `mcp`); empty = every surface" })),
+  mcp: t.Optional(t.Union([McpAllowListSchema, t.Null()])),
 };
 
 /** A key's or organization's budget as the admin API shows it, at `now` (the service's clock). */
@@ -92,6 +107,7 @@ export function keyJson(k: KeyRecord, now = new Date()) {
     tpm: k.tpm,
     expiresAt: k.expiresAt?.toISOString() ?? null,
     scopes: k.scopes,
+    mcp: k.mcp ?? null,
     createdAt: k.createdAt.toISOString(),
     revokedAt: k.revokedAt?.toISOString() ?? null,
   };

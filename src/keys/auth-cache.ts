@@ -38,6 +38,7 @@ function recordOf(c: ChangePayload): KeyRecord {
     tpm: (c.tpm as number | null) ?? null,
     expiresAt: date(c.expiresAt),
     scopes: (c.scopes as string[] | null) ?? [],
+    mcp: (c.mcp as KeyRecord["mcp"] | undefined) ?? null,
     createdAt: date(c.createdAt)!,
     revokedAt: date(c.revokedAt),
   };

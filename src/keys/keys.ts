@@ -22,8 +22,16 @@ export interface KeyRecord {
   tpm: number | null;
   expiresAt: Date | null;
   scopes: string[];
+  /** MCP gateway allow list (src/mcp/access.ts); null = no MCP server. */
+  mcp: McpAllowList | null;
   createdAt: Date;
   revokedAt: Date | null;
+}
+
+/** Names and `*` patterns of the MCP servers and namespaced tools (`server__tool`) a key may use. */
+export interface McpAllowList {
+  servers?: string[];
+  tools?: string[];
 }
 
 export interface Organization {
@@ -52,9 +60,10 @@ export interface NewKey {
   tpm?: number | null;
   expiresAt?: Date | null;
   scopes?: string[];
+  mcp?: McpAllowList | null;
 }
 
-export type KeyPatch = Partial<Pick<KeyRecord, "name" | "spendingLimit" | "spendPeriod" | "rpm" | "tpm" | "expiresAt" | "scopes" | "enabled">>;
+export type KeyPatch = Partial<Pick<KeyRecord, "name" | "spendingLimit" | "spendPeriod" | "rpm" | "tpm" | "expiresAt" | "scopes" | "enabled" | "mcp">>;
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
@@ -97,6 +106,7 @@ const keyColumns = {
   tpm: apiKeys.tpm,
   expiresAt: apiKeys.expiresAt,
   scopes: apiKeys.scopes,
+  mcp: apiKeys.mcp,
   createdAt: apiKeys.createdAt,
   revokedAt: apiKeys.revokedAt,
 };
@@ -206,6 +216,7 @@ export class KeyRepository {
         tpm: input.tpm ?? null,
         expiresAt: input.expiresAt ?? null,
         scopes: input.scopes ?? [],
+        mcp: input.mcp ?? null,
       })
       .returning(keyColumns);
     return { record, key };

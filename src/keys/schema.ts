@@ -59,6 +59,11 @@ export const apiKeys = pgTable(
     expiresAt: timestamp("expires_at", { withTimezone: true }),
     /** Empty = organization-level access to every public endpoint. */
     scopes: text("scopes").array().notNull().default([]),
+    /**
+     * What the key reaches through the MCP gateway (src/mcp/access.ts): `{ servers?, tools? }`
+     * of names and `*` patterns. Null = nothing: a key sees no MCP server until allowed.
+     */
+    mcp: jsonb("mcp").$type<{ servers?: string[]; tools?: string[] }>(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     /** Bumped on every change; other processes poll it to drop stale cache entries. */
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),

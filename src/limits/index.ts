@@ -44,6 +44,22 @@ export async function createRateLimiter(s: Services): Promise<RateLimiter> {
 }
 
 const tokenLimiters = new WeakMap<Services, TokenLimiter>();
+const rateLimiters = new WeakMap<Services, RateLimiter>();
+
+/**
+ * The running service's request limiter (set by limitsModule at start). For work that
+ * counts as a key's request without an HTTP request of its own (an agent session's MCP
+ * tool calls through the gateway).
+ */
+export function rateLimiterOf(s: Services): RateLimiter | undefined {
+  return rateLimiters.get(s);
+}
+
+/** Counts one request of the key against its `rpm` (not the platform cap); throws the spec's 429 when over. */
+export async function countKeyRequest(s: Services, keyId: string, rpm: number | null): Promise<void> {
+  const verdict = await rateLimiterOf(s)?.acquire(keyId, rpm ?? 0, false);
+  if (verdict) throw refused(verdict);
+}
 
 /** The running service's token limiter (set by limitsModule at start; undefined before or without it). */
 export function tokenLimiterOf(s: Services): TokenLimiter | undefined {
@@ -72,6 +88,7 @@ export const limitsModule: RouteModule = {
     const limiter = await createRateLimiter(s);
     const tokens = await createTokenLimiter(s);
     tokenLimiters.set(s, tokens);
+    rateLimiters.set(s, limiter);
     // Keys with a token cap, as their requests last showed them: only their tokens are
     // counted, so keys without one cost nothing here (bounded by the keys that have a cap).
     const capped = new Set<string>();
@@ -113,6 +130,7 @@ export const limitsModule: RouteModule = {
       limiter.close();
       tokens.close();
       tokenLimiters.delete(s);
+      rateLimiters.delete(s);
     };
   },
 };

@@ -37,12 +37,16 @@ export interface UsageRecord {
   hold?: BudgetHold;
   /** Upstream tries (fallbacks and resends included); 1 when absent. */
   attempts?: number;
+  /** JSON list of the tries that failed ({provider, model, status, error}); absent when none did. */
+  failedAttempts?: string;
   /** The JSON sent upstream and the non-streamed answer: stored only when the meter keeps bodies. */
   requestBody?: string;
   responseBody?: string;
   latencyMs: number;
   status: number;
   streamed: boolean;
+  /** Size of the answer in bytes, where the surface measures it (MCP tool results). */
+  responseBytes?: number;
   /**
    * USD, when the caller priced the request itself (generation tasks: per image, per
    * second, per character); otherwise the catalog prices the tokens.
@@ -272,6 +276,7 @@ export class BatchingUsageMeter implements UsageMeter {
         status: int(u.status),
         streamed: !!u.streamed,
         attempts: Math.max(1, int(u.attempts ?? 1)),
+        failed_attempts: u.failedAttempts ?? null,
         cached_tokens: int(u.cachedTokens),
         cache_write_tokens: int(u.cacheWriteTokens),
         cache_write_1h_tokens: int(u.cacheWrite1hTokens),
@@ -281,6 +286,7 @@ export class BatchingUsageMeter implements UsageMeter {
         estimated: !!u.estimated,
         request_body: u.requestBody ?? null,
         response_body: u.responseBody ?? null,
+        response_bytes: int(u.responseBytes),
         created_at: u.at,
       };
     });
@@ -386,6 +392,7 @@ interface UsageRow {
   status: number;
   streamed: boolean;
   attempts: number;
+  failed_attempts: string | null;
   cached_tokens: number;
   cache_write_tokens: number;
   cache_write_1h_tokens: number;
@@ -395,6 +402,7 @@ interface UsageRow {
   estimated: boolean;
   request_body: string | null;
   response_body: string | null;
+  response_bytes: number;
   /** Epoch milliseconds. */
   created_at: number;
 }
@@ -409,6 +417,7 @@ const COLUMNS = [
   "status",
   "streamed",
   "attempts",
+  "failed_attempts",
   "cached_tokens",
   "cache_write_tokens",
   "cache_write_1h_tokens",
@@ -418,10 +427,11 @@ const COLUMNS = [
   "estimated",
   "request_body",
   "response_body",
+  "response_bytes",
   "created_at",
 ] as const;
 const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, cached_tokens integer, cache_write_tokens integer, cache_write_1h_tokens integer, reasoning_tokens integer, input_audio_tokens integer, output_audio_tokens integer, estimated boolean, request_body text, response_body text, created_at timestamptz";
+  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, failed_attempts text, cached_tokens integer, cache_write_tokens integer, cache_write_1h_tokens integer, reasoning_tokens integer, input_audio_tokens integer, output_audio_tokens integer, estimated boolean, request_body text, response_body text, response_bytes integer, created_at timestamptz";
 
 /**
  * The embedded database does its work on a thread of this process (the service's own,
@@ -445,6 +455,7 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .int4(r.status)
       .bool(r.streamed)
       .int4(r.attempts)
+      .text(r.failed_attempts)
       .int4(r.cached_tokens)
       .int4(r.cache_write_tokens)
       .int4(r.cache_write_1h_tokens)
@@ -454,6 +465,7 @@ async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClien
       .bool(r.estimated)
       .text(r.request_body)
       .text(r.response_body)
+      .int4(r.response_bytes)
       .timestamptz(r.created_at);
   }
   const blob = new Blob([copy.finish()]);

@@ -53,6 +53,8 @@ export const usageRequests = pgTable(
     streamed: boolean("streamed").notNull(),
     /** Upstream tries this request took (1 = the first candidate answered; more = fallbacks). */
     attempts: integer("attempts").notNull().default(1),
+    /** JSON list of the tries that failed before the answer (provider, model, status, error); null when the first answered. */
+    failedAttempts: text("failed_attempts"),
     /** Input tokens read from the provider's prompt cache, as the provider reports them. */
     cachedTokens: integer("cached_tokens").notNull().default(0),
     /** Input tokens written to the prompt cache (every TTL), and of those with the one-hour TTL. */
@@ -68,6 +70,8 @@ export const usageRequests = pgTable(
     /** Only with REQUEST_LOG_BODIES=true, clipped (see src/usage/settings.ts); null otherwise. */
     requestBody: text("request_body"),
     responseBody: text("response_body"),
+    /** Size of the answer in bytes, where the surface measures it (MCP tool results); 0 otherwise. */
+    responseBytes: integer("response_bytes").notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   // No primary key: every index costs each appended row an entry, paid on the service's CPU

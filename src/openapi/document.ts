@@ -36,6 +36,7 @@ const TAGS: [name: string, description: string][] = [
   ["skills", "Skill bundles for agents"],
   ["endpoints", "An agent and environment behind one run call"],
   ["deployments", "Agent runs on a schedule or on demand"],
+  ["mcp", "The MCP gateway: one MCP endpoint over the organization's MCP servers, and those servers"],
   ["operations", "Service index and health checks"],
   ["admin", "Organizations and API keys (ADMIN_TOKEN)"],
 ];

@@ -162,6 +162,8 @@ export function surfaceErrorStatuses(surface: Surface, method: string, hasPathPa
 export function securityFor(surface: Surface): Record<string, string[]>[] {
   switch (surface.credentials) {
     case "bearer":
+    // (A browser's Realtime subprotocol key has no OpenAPI spelling; the route is not in the document.)
+    case "realtime":
       return [{ bearer: [] }];
     case "messages":
       return [{ apiKeyHeader: [] }, { bearer: [] }];

@@ -190,9 +190,9 @@ export interface SandboxProcesses {
 /** `serves: ["filesystem"]`: reads and writes files. */
 export interface SandboxFilesystem {
   /** Reads a regular file; BackendError 404 when missing, 400 when larger than maxBytes. */
-  readFile(id: string, state: BackendState, path: string, maxBytes: number): Promise<Uint8Array>;
-  /** Writes a file, creating parent directories; returns the entry written. */
-  writeFile(id: string, state: BackendState, path: string, data: Uint8Array): Promise<DirEntry>;
+  readFile(id: string, state: BackendState, path: string, maxBytes: number, user?: SandboxUser): Promise<Uint8Array>;
+  /** Writes a file, creating parent directories, as `user` (default the sandbox's user: new files are its); returns the entry written. */
+  writeFile(id: string, state: BackendState, path: string, data: Uint8Array, user?: SandboxUser): Promise<DirEntry>;
   /** Removes a file or a directory tree; BackendError 404 when missing. */
   remove(id: string, state: BackendState, path: string): Promise<void>;
   list(id: string, state: BackendState, path: string): Promise<DirEntry[]>;

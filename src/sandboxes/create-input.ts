@@ -24,3 +24,13 @@ export interface Origin {
   template: SandboxTemplate;
   snapshot?: SnapshotRow;
 }
+
+/** Organizations' own (built) templates, which src/templates serves to the sandbox service (SandboxService.orgTemplates). */
+export interface OrgTemplates {
+  /** By the name (`name:tag`) a create asks for, after the configured ones. */
+  byName(organizationId: string, ref: string): Promise<SandboxTemplate | undefined>;
+  /** By the id its sandboxes record (`name[:tag]@<build>`), whatever the tags point at now (a sandbox resumed from disk keeps its layers). */
+  byId(organizationId: string, templateId: string): Promise<SandboxTemplate | undefined>;
+  /** Configured names an organization's build of the same name replaces for it (the shipped code_interpreter, built from its definition). */
+  replacing: ReadonlySet<string>;
+}

@@ -4,6 +4,7 @@ import { ApiError } from "../http/errors";
 import type { Surface } from "../http/surfaces";
 import type { SandboxNodes } from "./nodes";
 import { NODE_CREDENTIAL_HEADER } from "./nodes";
+import type { SandboxUser } from "./backend";
 import type { RemoteOp } from "./node-calls";
 import type { SandboxService } from "./service";
 
@@ -48,6 +49,12 @@ export async function serveNodeCall(svc: SandboxService, call: { op: string; org
     if (typeof args[i] !== "number") throw new ApiError(400, `argument ${i} of ${call.op} must be a number`);
     return args[i] as number;
   };
+  /** The file operation's user: `root`, or the sandbox's user (absent: a node of an earlier version sent none). */
+  const user = (i: number): SandboxUser => {
+    if (args[i] === undefined || args[i] === "user") return "user";
+    if (args[i] === "root") return "root";
+    throw new ApiError(400, `argument ${i} of ${call.op} must be "user" or "root"`);
+  };
   switch (call.op as RemoteOp) {
     case "exec": {
       const input = args[0] as { cmd?: unknown; args?: unknown; timeout?: unknown };
@@ -57,9 +64,9 @@ export async function serveNodeCall(svc: SandboxService, call: { op: string; org
     case "readFile":
       return svc.readFile(org, id, str(0));
     case "readFileBytes":
-      return Buffer.from(await svc.readFileBytes(org, id, str(0), num(1))).toString("base64");
+      return Buffer.from(await svc.readFileBytes(org, id, str(0), num(1), user(2))).toString("base64");
     case "writeFile":
-      return svc.writeFile(org, id, str(0), Buffer.from(str(1), "base64"));
+      return svc.writeFile(org, id, str(0), Buffer.from(str(1), "base64"), user(2));
     case "removeFile":
       return svc.removeFile(org, id, str(0));
     case "listDir":

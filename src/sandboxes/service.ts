@@ -6,10 +6,10 @@ import { isWellFormedId, newId } from "../ids";
 import type { Logger } from "../log";
 import type { Observability } from "../observability/observability";
 import type { Registry } from "../registry/registry";
-import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SpawnedProcess, type SpawnSpec } from "./backend";
+import { BackendError, type BackendState, type DirEntry, type ExecResult, filesystemOf, networkingOf, pauseOf, processesOf, type SandboxBackend, type SandboxCapability, type SandboxFilesystem, type SandboxPause, type SandboxProcesses, type SandboxTemplate, type SandboxUsage, type SandboxUser, type SpawnedProcess, type SpawnSpec } from "./backend";
 import { egressRules, type NetworkMode, resolveNetwork } from "./network";
 import { type SandboxRow, sandboxes } from "./schema";
-import type { CreateInput, Origin } from "./create-input";
+import type { CreateInput, OrgTemplates, Origin } from "./create-input";
 import { findSnapshot } from "./snapshots";
 import { BatchedEvents } from "./event-batch";
 import type { SandboxQuotas } from "./quota";
@@ -55,8 +55,7 @@ export class SandboxService {
   private readonly completedEvents: BatchedEvents;
   /** Metrics and traces (undefined when both are off). */
   observe?: Observability;
-  /** An organization's own template by the name (`name:tag`) a create asks for, after the configured ones (src/templates sets it). */
-  orgTemplate?: (organizationId: string, ref: string) => Promise<SandboxTemplate | undefined>;
+  orgTemplates?: OrgTemplates;
   /** SANDBOX_NETWORK. */
   networkMode: NetworkMode = "none";
   /** Per-organization quotas (quota.ts); undefined: none (tests of the service alone). */
@@ -164,13 +163,18 @@ export class SandboxService {
 
   /** The template of a create's `templateID`: a configured template, or a snapshot of the organization (by id or name). */
   async origin(organizationId: string, templateID: string): Promise<Origin> {
-    const template = this.templates.get(templateID) ?? (await this.orgTemplate?.(organizationId, templateID));
+    const own = this.orgTemplates, template = (own?.replacing.has(templateID) ? await own.byName(organizationId, templateID) : undefined) ?? this.templates.get(templateID) ?? (await own?.byName(organizationId, templateID));
     if (template) return { template };
     const snapshot = await findSnapshot(this, organizationId, templateID);
     const base = snapshot && this.templates.get(snapshot.templateId);
     if (!snapshot) throw new ApiError(400, `unknown template: ${templateID}`);
     if (!base) throw new ApiError(400, `snapshot ${snapshot.id} is of template ${snapshot.templateId}, which is no longer configured`);
     return { template: base, snapshot };
+  }
+
+  /** The template a sandbox was made from: a configured one, or the organization's build it names; undefined when neither is there any more. */
+  async templateOf(row: Pick<SandboxRow, "organizationId" | "templateId">): Promise<SandboxTemplate | undefined> {
+    return this.templates.get(row.templateId) ?? (row.templateId.includes("@") ? await this.orgTemplates?.byId(row.organizationId, row.templateId) : undefined);
   }
 
   async create(organizationId: string, input: CreateInput, known?: Origin): Promise<SandboxRow> {
@@ -346,7 +350,7 @@ export class SandboxService {
         const timeoutSec = timeout ?? (left > 0 ? left : DEFAULT_TIMEOUT_SEC);
         const endAt = new Date(Date.now() + timeoutSec * 1000);
         const backend = this.pausing(row);
-        const template = this.templates.get(row.templateId);
+        const template = await this.templateOf(row);
         const resumeOpts = template ? { template, network: row.network ? egressRules(row.network) : undefined, reboot: opts.reboot } : undefined;
         const state = await this.call(() => backend.resume(row.id, row.backendState, timeoutSec, resumeOpts), "failed to resume sandbox in provider");
         return this.transition(row, "running", "sandbox.lifecycle.resumed", { endAt: endAt.toISOString() }, { endAt, backendState: state ?? row.backendState, pausedAt: null });
@@ -449,10 +453,10 @@ export class SandboxService {
   }
 
   /** A file's bytes, up to `maxBytes` (larger gives 400). */
-  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number): Promise<Uint8Array> {
+  async readFileBytes(organizationId: string, id: string, path: string, maxBytes: number, user: SandboxUser = "user"): Promise<Uint8Array> {
     const row = await this.running(organizationId, id);
-    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes]), "base64");
-    return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes), "failed to read file in provider");
+    if (this.runsElsewhere(row)) return Buffer.from(await this.remote<string>(row, "readFileBytes", [path, maxBytes, user]), "base64");
+    return this.call(() => this.filesystem(row).readFile(row.id, row.backendState, path, maxBytes, user), "failed to read file in provider");
   }
 
   async readFile(organizationId: string, id: string, path: string): Promise<{ content: string; path: string }> {
@@ -462,10 +466,10 @@ export class SandboxService {
     return { content: Buffer.from(data).toString("base64"), path };
   }
 
-  async writeFile(organizationId: string, id: string, path: string, content: Uint8Array): Promise<DirEntry> {
+  async writeFile(organizationId: string, id: string, path: string, content: Uint8Array, user: SandboxUser = "user"): Promise<DirEntry> {
     const row = await this.running(organizationId, id);
-    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64")]);
-    return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content), "failed to write file in provider");
+    if (this.runsElsewhere(row)) return this.remote(row, "writeFile", [path, Buffer.from(content).toString("base64"), user]);
+    return this.call(() => this.filesystem(row).writeFile(row.id, row.backendState, path, content, user), "failed to write file in provider");
   }
 
   async removeFile(organizationId: string, id: string, path: string): Promise<void> {

@@ -24,6 +24,8 @@ export interface SweptService {
   mine(): SQL | undefined;
   backendOf(row: SandboxRow): SandboxBackend;
   readonly templates: Map<string, SandboxTemplate>;
+  /** A sandbox's template: configured, or its organization's build (SandboxService.templateOf). */
+  templateOf(row: Pick<SandboxRow, "organizationId" | "templateId">): Promise<SandboxTemplate | undefined>;
   /** Pauses a sandbox whose lifecycle says `onTimeout: "pause"` (E2B's auto-pause), at its timeout. */
   autoPause(row: SandboxRow): Promise<unknown>;
 }
@@ -204,7 +206,7 @@ export async function reconcile(svc: SweptService): Promise<void> {
     const pausing = pauseOf(inst.instance, inst.plugin.definition.serves);
     if (found === "running" && row.status === "paused") await pausing?.pause(row.id, row.backendState).catch(() => {});
     if (found === "paused" && row.status === "running") {
-      const template = svc.templates.get(row.templateId);
+      const template = await svc.templateOf(row);
       const state = await pausing?.resume(row.id, row.backendState, 0, template ? { template, network: row.network ? egressRules(row.network) : undefined } : undefined).catch((e) => {
         svc.log.warn("sandbox paused in its backend could not be resumed at start-up", { sandboxId: row.id, err: e });
       });

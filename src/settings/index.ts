@@ -102,6 +102,8 @@ export const SETTINGS = {
     orgMaxMemoryMB: integer("SANDBOX_ORG_MAX_MEMORY_MB", 65536, { min: 0 }),
     orgMaxCpus: integer("SANDBOX_ORG_MAX_CPUS", 50, { min: 0 }),
     /** README: Templates. What template build steps may reach besides the internet (a package mirror on a private address): addresses, CIDR blocks or domain names. */
+    /** README: Templates. A stored template layer younger than this is never garbage-collected (an import or build may not have recorded it yet). */
+    layerGraceMs: integer("TEMPLATE_LAYER_GRACE_MS", 3_600_000, { min: 0 }),
     buildAllowOut: matching("TEMPLATE_BUILD_ALLOW_OUT", /^\s*[A-Za-z0-9.*:_\/-]+\s*(,\s*[A-Za-z0-9.*:_\/-]+\s*)*$/, "a comma-separated list of addresses, CIDR blocks or domain names").map((v) => (v ?? "").split(",").map((h) => h.trim()).filter(Boolean)),
   },
   agents: {

@@ -10,11 +10,16 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parseDockerfile } from "./dockerfile";
+import { SHIPPED_TEMPLATES, type ShippedTemplate } from "./shipped";
 
 export const TEMPLATES_USAGE = `  gateway templates build -f <Dockerfile> [--name <name[:tag]>] [--tag <t>]... [--build-arg K=V]...
                           [--no-cache] [--url <service>] --api-key <key> [<context dir>]
                                           build a template from a Dockerfile on a running service
                                           (context: the Dockerfile's directory unless given)
+  gateway templates build --shipped code_interpreter [--build-arg K=V]... [--name ...] [--no-cache] ...
+                                          build a template the project ships (its Dockerfile is in
+                                          the binary; \`templates show code_interpreter\` prints it)
+  gateway templates show <shipped name>   print a shipped template's Dockerfile
   gateway templates list [--url <service>] --api-key <key>
   gateway templates delete <name> [--url <service>] --api-key <key>`;
 
@@ -22,6 +27,7 @@ export class TemplatesUsageError extends Error {}
 
 const OPTIONS = {
   file: { type: "string", short: "f" },
+  shipped: { type: "string" },
   name: { type: "string" },
   tag: { type: "string", multiple: true },
   "build-arg": { type: "string", multiple: true },
@@ -35,6 +41,10 @@ const POLL_MS = 500;
 /** Runs a `templates` subcommand; the exit code. `defaultUrl`: this host's service (PORT). */
 export async function templatesCommand(sub: string | undefined, args: string[], defaultUrl: string): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true });
+  if (sub === "show") {
+    process.stdout.write(shipped(positionals[0]).dockerfile);
+    return 0;
+  }
   const key = values["api-key"];
   if (!key) throw new TemplatesUsageError("templates commands need --api-key (a key of the organization the template belongs to)");
   const api = client(values.url ?? defaultUrl, key);
@@ -50,7 +60,7 @@ export async function templatesCommand(sub: string | undefined, args: string[], 
     case "build":
       return build(api, values, positionals[0]);
     default:
-      throw new TemplatesUsageError(`unknown templates command "${sub ?? ""}"; use build, list or delete`);
+      throw new TemplatesUsageError(`unknown templates command "${sub ?? ""}"; use build, list, delete or show`);
   }
 }
 
@@ -80,12 +90,20 @@ function safeMessage(text: string): string {
   }
 }
 
-async function build(api: Api, values: { file?: string; name?: string; tag?: string[]; "build-arg"?: string[]; "no-cache"?: boolean; url?: string }, contextArg: string | undefined): Promise<number> {
-  if (!values.file) throw new TemplatesUsageError("templates build needs -f <Dockerfile>");
-  const dockerfilePath = resolve(values.file);
-  const context = resolve(contextArg ?? dirname(dockerfilePath));
+function shipped(name: string | undefined): ShippedTemplate {
+  const names = Object.keys(SHIPPED_TEMPLATES).join(", ");
+  if (!name || !Object.hasOwn(SHIPPED_TEMPLATES, name)) throw new TemplatesUsageError(`name a shipped template: ${names}`);
+  return SHIPPED_TEMPLATES[name]!;
+}
+
+async function build(api: Api, values: { file?: string; shipped?: string; name?: string; tag?: string[]; "build-arg"?: string[]; "no-cache"?: boolean; url?: string }, contextArg: string | undefined): Promise<number> {
+  if (!values.file === (values.shipped === undefined)) throw new TemplatesUsageError("templates build needs -f <Dockerfile> or --shipped <name> (one of them)");
+  // A shipped template's Dockerfile copies no files: it needs no context.
+  const dockerfilePath = values.file ? resolve(values.file) : undefined;
+  const context = resolve(contextArg ?? (dockerfilePath ? dirname(dockerfilePath) : "."));
   if (!statSync(context, { throwIfNoEntry: false })?.isDirectory()) throw new TemplatesUsageError(`build context ${context} is not a directory`);
-  const dockerfile = readFileSync(dockerfilePath, "utf8");
+  const dockerfile = dockerfilePath ? readFileSync(dockerfilePath, "utf8") : shipped(values.shipped).dockerfile;
+  values = { ...values, name: values.name ?? values.shipped };
   const buildArgs: Record<string, string> = {};
   for (const a of values["build-arg"] ?? []) {
     const eq = a.indexOf("=");

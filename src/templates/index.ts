@@ -23,6 +23,7 @@ export function templateServiceOf(s: Services): TemplateService {
       sandboxes: sandboxServiceOf(s),
       networkMode: s.config.sandboxes.network,
       buildAllowOut: s.config.sandboxes.buildAllowOut,
+      layerGraceMs: s.config.sandboxes.layerGraceMs,
       dataDir: s.config.dataDir,
       log: s.log.child({ module: "templates" }),
     });
@@ -58,6 +59,8 @@ export const templateUploadsModule: RouteModule = {
     const svc = templateServiceOf(s);
     const failed = await svc.d.store.failInterrupted();
     if (failed) s.log.warn("template builds interrupted by a restart marked failed", { count: failed });
+    // Layers of templates deleted while the service was down, or of builds a crash cut short.
+    void svc.collectLayers().catch((err) => s.log.error("template layers not collected at start-up", { err }));
     return () => svc.builder.close();
   },
 };

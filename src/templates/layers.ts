@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { lchown, mknodWhiteout, setOpaque } from "./syscalls";
 
 /**
@@ -152,6 +152,8 @@ export class LayerStore {
         rmSync(tarFile, { force: true });
         this.place(into, digest);
       }
+      mkdirSync(dirname(this.importRecord(source)), { recursive: true, mode: 0o700 });
+      writeFileSync(this.importRecord(source), JSON.stringify({ layers }));
       return { layers, config: configOf(imageConfig.config ?? {}) };
     } finally {
       rmSync(work, { recursive: true, force: true });
@@ -180,12 +182,22 @@ export class LayerStore {
     }
   }
 
-  /** Removes every stored layer not in `inUse` (templates' and snapshots' layers); returns the removed digests. */
-  async collectLayers(inUse: Iterable<string>): Promise<string[]> {
+  /**
+   * Removes every stored layer not in `inUse` (what the database's templates, builds and
+   * step cache name, and configured image templates' imports: `imageLayers`); returns the
+   * removed digests. Kept whatever `inUse` says: a layer some mount uses (a running,
+   * paused or pooled sandbox's overlay, a build step's sandbox), and one stored less than
+   * `graceMs` ago (an import or build still running has stored it and not yet recorded it).
+   */
+  async collectLayers(inUse: Iterable<string>, opts: { graceMs?: number } = {}): Promise<string[]> {
     const keep = new Set(inUse);
+    for (const d of mountedLayers()) keep.add(d);
+    const fresh = Date.now() - (opts.graceMs ?? 0);
     const removed: string[] = [];
     for (const digest of this.list()) {
       if (keep.has(digest)) continue;
+      // A rename sets the directory's change time: when it was stored.
+      if (opts.graceMs && (statSync(join(this.dir, digest), { throwIfNoEntry: false })?.ctimeMs ?? 0) > fresh) continue;
       // Renamed out first: a sandbox starting meanwhile finds it missing, never half gone.
       const gone = join(this.tmp, `gc-${digest}-${randomBytes(4).toString("hex")}`);
       mkdirSync(this.tmp, { recursive: true, mode: 0o700 });
@@ -198,6 +210,23 @@ export class LayerStore {
     return removed;
   }
 
+  /**
+   * The layers the last import of `source` stored (recorded by importImage), or none: what a
+   * configured image template (CONFIG_FILE `image`) uses, which no database row names.
+   */
+  imageLayers(source: ImageSource): string[] {
+    try {
+      const layers = JSON.parse(readFileSync(this.importRecord(source), "utf8")).layers;
+      return Array.isArray(layers) ? layers.filter((l): l is string => typeof l === "string" && HEX64.test(l)) : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private importRecord(source: ImageSource): string {
+    return join(this.dir, "..", "imports", `${createHash("sha256").update(source).digest("hex")}.json`);
+  }
+
   private place(dir: string, digest: string): void {
     try {
       renameSync(dir, join(this.dir, digest));
@@ -206,6 +235,21 @@ export class LayerStore {
       if (!this.has(digest)) throw e;
     }
   }
+}
+
+/**
+ * Digests of stored layers that something on this host has mounted: each overlay lower of an
+ * image sandbox is an id-mapped bind of a layer directory, whose mountinfo root field is
+ * that directory (relative to its file system). Threat: a collection removing the files
+ * under a running sandbox's root because its template was deleted meanwhile.
+ */
+function mountedLayers(): Set<string> {
+  const out = new Set<string>();
+  for (const line of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
+    const m = /\/layers\/([0-9a-f]{64})$/.exec(line.split(" ")[3] ?? "");
+    if (m) out.add(m[1]!);
+  }
+  return out;
 }
 
 function blobPath(layout: string, digest: string): string {

@@ -45,7 +45,7 @@ const BuildSchema = named(
 );
 const BuildStartedSchema = named("TemplateBuildStarted", t.Object({ templateID: t.String(), buildID: t.String(), name: t.String(), tags: t.Array(t.String()) }));
 
-function templateJson(i: TemplateInfo) {
+export function templateJson(i: TemplateInfo) {
   return {
     templateID: i.id,
     name: i.name,
@@ -170,7 +170,7 @@ export function templateRoutes(templates: TemplateService, publicUrl: string | u
     );
 }
 
-function buildJson(templateId: string, b: TemplateBuildRow, logs: Awaited<ReturnType<TemplateService["status"]>>["logs"]) {
+export function buildJson(templateId: string, b: TemplateBuildRow, logs: Awaited<ReturnType<TemplateService["status"]>>["logs"]) {
   return {
     templateID: templateId,
     buildID: b.id,

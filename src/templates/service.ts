@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import { upperDir as localUpperDir } from "../../providers/local/rootfs";
+import { inArray } from "drizzle-orm";
 import { ApiError } from "../http/errors";
+import { sandboxes } from "../sandboxes/schema";
 import type { Logger } from "../log";
 import { egressRules, type NetworkMode, resolveNetwork } from "../sandboxes/network";
 import type { SandboxService } from "../sandboxes/service";
@@ -9,6 +11,7 @@ import { type BuildSpec, buildSpecProblem } from "./build-spec";
 import { Builder, builtTemplate } from "./builder";
 import type { ImageConfig, LayerStore } from "./layers";
 import type { TemplateBuildRow, TemplateRow } from "./schema";
+import { OVERRIDABLE_TEMPLATES } from "./shipped";
 import { BackendStepSandboxes } from "./step-sandbox";
 import { checkTag, DEFAULT_TAG, type LogEntry, parseNameRef, type TemplateStore } from "./store";
 import type { TemplateUploads } from "./uploads";
@@ -26,6 +29,8 @@ export interface TemplateServiceDeps {
   networkMode: NetworkMode;
   /** TEMPLATE_BUILD_ALLOW_OUT: what build steps may reach besides the internet (a package mirror). */
   buildAllowOut: string[];
+  /** TEMPLATE_LAYER_GRACE_MS: a layer stored less long ago is never collected (an import or a build may have stored it and not recorded it yet). */
+  layerGraceMs: number;
   dataDir: string;
   log: Logger;
 }
@@ -57,6 +62,7 @@ export interface TemplateInfo {
  */
 export class TemplateService {
   readonly builder: Builder;
+  private collecting: Promise<unknown> = Promise.resolve();
 
   constructor(readonly d: TemplateServiceDeps) {
     this.builder = new Builder({
@@ -67,13 +73,13 @@ export class TemplateService {
       base: { template: (org, ref) => this.baseOf(org, ref) },
       sandboxesFor: (build) => this.stepSandboxes(build),
     });
-    d.sandboxes.orgTemplate = (org, ref) => this.sandboxTemplate(org, ref);
+    d.sandboxes.orgTemplates = { byName: (org, ref) => this.sandboxTemplate(org, ref), byId: (org, id) => this.builtTemplateOf(org, id), replacing: OVERRIDABLE_TEMPLATES };
   }
 
   /** E2B's request-build: the template (made when new) and a waiting build; `ref` may carry a tag. */
   async requestBuild(organizationId: string, ref: string, extraTags: string[] = [], opts: { cpuCount?: number; memoryMB?: number } = {}) {
     const { name, tag } = parseNameRef(ref);
-    if (this.d.sandboxes.templates.has(name)) throw new ApiError(400, `'${name}' is a shared template's name; choose another name`);
+    if (this.d.sandboxes.templates.has(name) && !OVERRIDABLE_TEMPLATES.has(name)) throw new ApiError(400, `'${name}' is a shared template's name; choose another name`);
     const tags = [...new Set([ref.includes(":") ? tag : undefined, ...extraTags.map(checkTag)].filter((t): t is string => !!t))];
     if (!tags.length) tags.push(DEFAULT_TAG);
     if (opts.cpuCount !== undefined && (!Number.isFinite(opts.cpuCount) || opts.cpuCount <= 0 || opts.cpuCount > DEFAULT_RESOURCES.maxCpuCount)) throw new ApiError(400, `cpuCount must be a number from 0.1 to ${DEFAULT_RESOURCES.maxCpuCount}`);
@@ -140,13 +146,47 @@ export class TemplateService {
     };
   }
 
-  /** Deletes an organization's template; shared ones are configuration and cannot be deleted here. */
+  /** Deletes an organization's template, then the layers only it used; shared ones are configuration and cannot be deleted here. */
   async delete(organizationId: string, idOrName: string): Promise<void> {
     if (this.d.sandboxes.templates.has(idOrName) && !(await this.d.store.find(organizationId, idOrName))) throw new ApiError(403, `'${idOrName}' is a shared template (configuration); it cannot be deleted through the API`);
     await this.d.store.delete(organizationId, idOrName);
+    // In the background: a large template's layers take a while to remove, the delete is done.
+    void this.collectLayers().catch((err) => this.d.log.error("template layers not collected", { err }));
   }
 
-  /** A built template to start a sandbox of (SandboxService.orgTemplate). */
+  /**
+   * Removes the stored layers nothing uses any more (LayerStore.collectLayers): not named by
+   * a build or the step cache, nor by a configured image template's import, nor mounted by
+   * a sandbox, nor stored within the last layerGraceMs. One collection at a time.
+   */
+  collectLayers(): Promise<string[]> {
+    const run = async () => {
+      const live = await this.d.store.liveLayers();
+      // A sandbox paused to disk keeps its root's changes as layers of its own (providers/local ownLayers), mounted by nothing meanwhile.
+      const rows = await this.d.sandboxes.db.select({ state: sandboxes.backendState }).from(sandboxes).where(inArray(sandboxes.status, ["running", "paused", "error"]));
+      for (const r of rows) {
+        const own = (r.state as { ownLayers?: unknown } | null)?.ownLayers;
+        if (Array.isArray(own)) for (const l of own) if (typeof l === "string") live.add(l);
+      }
+      for (const t of this.d.sandboxes.templates.values()) {
+        const image = t as { layers?: string[]; image?: string };
+        for (const l of image.layers ?? []) live.add(l);
+        if (image.image) for (const l of this.d.layers.imageLayers(image.image)) live.add(l);
+      }
+      // Warm sandboxes of a deleted template hold its layers mounted: the backend lets them go first.
+      const backend = this.d.sandboxes.registry.instance(IMAGE_BACKEND, "sandbox")?.instance as { releaseLayers?(layers: Set<string>): Promise<void> } | undefined;
+      const unused = new Set(this.d.layers.list().filter((l) => !live.has(l)));
+      if (unused.size) await backend?.releaseLayers?.(unused);
+      const removed = await this.d.layers.collectLayers(live, { graceMs: this.d.layerGraceMs });
+      if (removed.length) this.d.log.info("unused template layers removed", { count: removed.length });
+      return removed;
+    };
+    const next = this.collecting.catch(() => {}).then(run);
+    this.collecting = next;
+    return next;
+  }
+
+  /** A built template to start a sandbox of (SandboxService.orgTemplates). */
   async sandboxTemplate(organizationId: string, ref: string) {
     if (ref.length > 300) return undefined;
     const found = await this.d.store.resolve(organizationId, ref).catch(() => undefined);
@@ -154,9 +194,24 @@ export class TemplateService {
     void this.d.store.noteSpawn(found.template.id).catch(() => {});
     // The id names the build: a rebuild under the same name is another template to the backend (whose
     // warm sandboxes of the previous build's layers must not be handed out for the new one).
-    const t = builtTemplate(`${ref}@${found.build.id}`, IMAGE_BACKEND, found.build.layers ?? [], found.build.config!);
-    if (found.build.cpuCount) Object.assign(t, { cpuCount: found.build.cpuCount });
-    if (found.build.memoryMB) Object.assign(t, { memoryMB: found.build.memoryMB });
+    return this.templateOfBuild(ref, found.build);
+  }
+
+  /** The built template a sandbox's template id (`name[:tag]@<build>`) names: its build, even when a newer build has its tag now (a sandbox paused to disk resumes on its own layers). */
+  async builtTemplateOf(organizationId: string, templateId: string) {
+    const at = templateId.lastIndexOf("@");
+    const ref = templateId.slice(0, at);
+    const buildId = templateId.slice(at + 1);
+    if (at <= 0 || !/^[0-9a-f-]{36}$/.test(buildId)) return undefined;
+    const build = await this.d.store.buildById(organizationId, buildId);
+    if (!build || build.status !== "ready") return undefined;
+    return this.templateOfBuild(ref, build);
+  }
+
+  private templateOfBuild(ref: string, build: TemplateBuildRow) {
+    const t = builtTemplate(`${ref}@${build.id}`, IMAGE_BACKEND, build.layers ?? [], build.config!);
+    if (build.cpuCount) Object.assign(t, { cpuCount: build.cpuCount });
+    if (build.memoryMB) Object.assign(t, { memoryMB: build.memoryMB });
     return t;
   }
 

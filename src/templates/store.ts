@@ -104,6 +104,12 @@ export class TemplateStore {
     return row;
   }
 
+  /** A build of the organization by id alone (a sandbox's template id names it), or undefined. */
+  async buildById(organizationId: string, buildId: string): Promise<TemplateBuildRow | undefined> {
+    const [row] = await this.db.select().from(templateBuilds).where(and(eq(templateBuilds.id, buildId), eq(templateBuilds.organizationId, organizationId)));
+    return row;
+  }
+
   /** The ready build `name:tag` points at, for a sandbox; undefined when there is none. */
   async resolve(organizationId: string, ref: string): Promise<ResolvedTemplate | undefined> {
     const colon = ref.lastIndexOf(":");
@@ -220,15 +226,26 @@ export class TemplateStore {
     await this.db.delete(templateTags).where(and(eq(templateTags.templateId, template.id), inArray(templateTags.tag, tags)));
   }
 
-  /** Deletes a template with its builds, tags and logs; its layers are garbage once nothing else uses them (liveLayers). */
+  /**
+   * Deletes a template with its builds, tags and logs, and the step cache's entries for the
+   * layers only its builds had (no other build, of any template, names them): those layers
+   * are then garbage (liveLayers no longer names them), while a layer another template's
+   * build shares (its base image, a step both made) stays, with its cache entry.
+   */
   async delete(organizationId: string, idOrName: string): Promise<TemplateRow> {
     const template = await this.get(organizationId, idOrName);
     await this.db.transaction(async (tx) => {
-      const builds = await tx.select({ id: templateBuilds.id }).from(templateBuilds).where(eq(templateBuilds.templateId, template.id));
+      const builds = await tx.select({ id: templateBuilds.id, layers: templateBuilds.layers }).from(templateBuilds).where(eq(templateBuilds.templateId, template.id));
       if (builds.length) await tx.delete(templateBuildLogs).where(inArray(templateBuildLogs.buildId, builds.map((b) => b.id)));
       await tx.delete(templateTags).where(eq(templateTags.templateId, template.id));
       await tx.delete(templateBuilds).where(eq(templateBuilds.templateId, template.id));
       await tx.delete(templates).where(eq(templates.id, template.id));
+      const theirs = new Set(builds.flatMap((b) => b.layers ?? []));
+      if (!theirs.size) return;
+      for (const r of await tx.select({ layers: templateBuilds.layers }).from(templateBuilds)) for (const l of r.layers ?? []) theirs.delete(l);
+      const entries = await tx.select({ key: templateStepCache.key, layer: templateStepCache.layer }).from(templateStepCache).where(eq(templateStepCache.organizationId, organizationId));
+      const stale = entries.filter((e) => cachedLayers(e.layer).some((l) => theirs.has(l))).map((e) => e.key);
+      if (stale.length) await tx.delete(templateStepCache).where(inArray(templateStepCache.key, stale));
     });
     return template;
   }
@@ -249,19 +266,22 @@ export class TemplateStore {
     await this.db.delete(templateStepCache).where(eq(templateStepCache.key, key));
   }
 
-  /**
-   * Every layer a template build or the step cache still names: what the layer store's
-   * garbage collection must keep. (A deleted template's layers that the cache still holds
-   * stay until the cache entry goes: a rebuild after a delete is still quick.)
-   */
+  /** Every layer a template build or the step cache still names: what the layer store's garbage collection must keep. */
   async liveLayers(): Promise<Set<string>> {
     const live = new Set<string>();
     for (const r of await this.db.select({ layers: templateBuilds.layers }).from(templateBuilds)) for (const l of r.layers ?? []) live.add(l);
-    for (const r of await this.db.select({ layer: templateStepCache.layer }).from(templateStepCache)) {
-      // An imported image's entry holds its layers and config as JSON; a step's, one digest ("" for no layer).
-      if (r.layer.startsWith("{")) for (const l of (JSON.parse(r.layer) as { layers: string[] }).layers) live.add(l);
-      else if (r.layer) live.add(r.layer);
-    }
+    for (const r of await this.db.select({ layer: templateStepCache.layer }).from(templateStepCache)) for (const l of cachedLayers(r.layer)) live.add(l);
     return live;
+  }
+}
+
+/** The layers a step cache entry names: an imported image's entry holds its layers and config as JSON; a step's, one digest ("" for no layer). */
+function cachedLayers(entry: string): string[] {
+  if (!entry.startsWith("{")) return entry ? [entry] : [];
+  try {
+    const layers = (JSON.parse(entry) as { layers?: unknown }).layers;
+    return Array.isArray(layers) ? layers.filter((l): l is string => typeof l === "string") : [];
+  } catch {
+    return [];
   }
 }

@@ -23,7 +23,7 @@ export interface UsageFilter {
   to: Date;
 }
 
-const DIMENSION_COLUMNS: Record<Exclude<Dimension, "none">, string> = {
+export const DIMENSION_COLUMNS: Record<Exclude<Dimension, "none">, string> = {
   model: "public_model",
   provider: "provider",
   key: "key_id",
@@ -68,12 +68,12 @@ function parseTime(v: string, name: string): Date {
  * sums read by the primary key (series, hour): written as a plain join, the planner
  * scanned every organization's sums (docs/gateway.md, Usage API, has the figures).
  */
-function hasSeriesFilter(f: UsageFilter): boolean {
+export function hasSeriesFilter(f: UsageFilter): boolean {
   return f.organizationId !== undefined || f.keyId !== undefined || f.model !== undefined || f.provider !== undefined || f.surface !== undefined;
 }
 
 /** The series conditions (organization, key, model, provider, surface) on `usage_series s`. */
-function seriesWhere(f: UsageFilter): SQL {
+export function seriesWhere(f: UsageFilter): SQL {
   const parts: SQL[] = [sql`true`];
   if (f.organizationId !== undefined) parts.push(sql`s.organization_id = ${f.organizationId}`);
   if (f.keyId !== undefined) parts.push(sql`s.key_id = ${f.keyId}`);
@@ -122,21 +122,36 @@ export async function usageBuckets(db: Db, f: UsageFilter, interval: Interval, b
 export interface LogFilter extends UsageFilter {
   /** An exact status (`429`), a class (`4xx`), or `error` (400 and above). */
   status?: string;
+  /** One request (its X-Request-ID). */
+  requestId?: string;
   cursor?: string;
   limit: number;
+}
+
+/** A try of the request that failed before another answered (or before the gateway gave up). */
+export interface FailedAttempt {
+  provider: string;
+  model: string;
+  /** The upstream's status; 0 when it gave none (unreachable, timed out). */
+  status: number;
+  error: string;
 }
 
 export interface LogEntry {
   id: string;
   time: string;
   organizationId: string;
+  /** Names as they are now (null when the organization or key no longer exists). */
+  organizationName: string | null;
   keyId: string;
+  keyName: string | null;
   requestId: string;
   surface: string;
   model: string;
   upstreamModel: string | null;
   provider: string | null;
   attempts: number;
+  failedAttempts: FailedAttempt[];
   status: number;
   streamed: boolean;
   inputTokens: number;
@@ -152,6 +167,7 @@ export interface LogEntry {
   latencyMs: number;
   requestBody: string | null;
   responseBody: string | null;
+  responseBytes: number;
 }
 
 const STATUS = /^(?:[1-5][0-9]{2}|[1-5]xx|error)$/;
@@ -185,12 +201,13 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
   const rows = rowsOf<Record<string, unknown>>(
     await db.execute(sql`
       select r.id::text as id, (extract(epoch from r.created_at) * 1000)::bigint::text as ms,
-        s.organization_id, s.key_id, r.request_id, s.surface, s.public_model, s.upstream_model, s.provider,
+        s.organization_id, o.name as organization_name, s.key_id, k.name as key_name, r.request_id, r.failed_attempts, s.surface, s.public_model, s.upstream_model, s.provider,
         r.attempts, r.status, r.streamed, r.input_tokens, r.output_tokens, r.cached_tokens, r.cost::text as cost, r.latency_ms,
         r.cache_write_tokens, r.cache_write_1h_tokens, r.reasoning_tokens, r.input_audio_tokens, r.output_audio_tokens, r.estimated,
-        r.request_body, r.response_body
+        r.request_body, r.response_body, r.response_bytes
       from usage_requests r join usage_series s on s.id = r.series_id
-      where ${seriesWhere(f)} and ${statusWhere(f.status)}
+        left join organizations o on o.id = s.organization_id left join api_keys k on k.id = s.key_id
+      where ${seriesWhere(f)} and ${statusWhere(f.status)} ${f.requestId !== undefined ? sql`and r.request_id = ${f.requestId}` : sql``}
         and r.created_at >= ${f.from.toISOString()}::timestamptz and r.created_at < ${f.to.toISOString()}::timestamptz
         ${after ? sql`and (r.created_at, r.id) < (${after.at}::timestamptz, ${after.id}::bigint)` : sql``}
       order by r.created_at desc, r.id desc
@@ -202,13 +219,16 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
       id: String(r.id),
       time: new Date(Number(r.ms)).toISOString(),
       organizationId: String(r.organization_id),
+      organizationName: (r.organization_name as string | null) ?? null,
       keyId: String(r.key_id),
+      keyName: (r.key_name as string | null) ?? null,
       requestId: String(r.request_id),
       surface: String(r.surface),
       model: String(r.public_model),
       upstreamModel: (r.upstream_model as string | null) ?? null,
       provider: (r.provider as string | null) ?? null,
       attempts: Number(r.attempts),
+      failedAttempts: failedAttemptsOf(r.failed_attempts),
       status: Number(r.status),
       streamed: r.streamed === true || r.streamed === "t",
       inputTokens: Number(r.input_tokens),
@@ -224,8 +244,22 @@ export async function requestLogPage(db: Db, f: LogFilter): Promise<{ data: LogE
       latencyMs: Number(r.latency_ms),
       requestBody: (r.request_body as string | null) ?? null,
       responseBody: (r.response_body as string | null) ?? null,
+      responseBytes: Number(r.response_bytes ?? 0),
     }),
   );
   const last = page[page.length - 1];
   return { data: page, nextCursor: more && last ? encodeCursor(Date.parse(last.time), last.id) : null };
+}
+
+/** The stored JSON list of failed tries; anything unreadable counts as none rather than failing the page. */
+function failedAttemptsOf(v: unknown): FailedAttempt[] {
+  if (typeof v !== "string" || !v) return [];
+  try {
+    const list = JSON.parse(v);
+    return Array.isArray(list)
+      ? list.map((a) => ({ provider: String(a?.provider ?? ""), model: String(a?.model ?? ""), status: Number(a?.status) || 0, error: String(a?.error ?? "") }))
+      : [];
+  } catch {
+    return [];
+  }
 }

@@ -103,14 +103,19 @@ test("a wrong token is refused with a message; the admin token signs in and is n
 test("keyboard: the skip link comes first, then the page's controls; links work with Enter", async () => {
   // A fresh load (still signed in: the token is in this tab's sessionStorage).
   await page.goto(`${svc.url}/console#/keys`, { waitUntil: "domcontentloaded" });
+  // From /console, that was a same-document (hash) navigation: load the page anew.
+  await page.reload({ waitUntil: "domcontentloaded" });
   await page.waitForFunction(() => document.querySelector("main h1")?.textContent === "Organizations and keys");
   await page.keyboard.press("Tab");
   expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content");
-  await page.keyboard.press("Tab");
-  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Sign out");
-  await page.keyboard.press("Tab");
-  await page.keyboard.press("Tab"); // the second page link: Usage
-  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Usage");
+  // Then the header's buttons, then the page links in order, up to Usage.
+  const visited: string[] = [];
+  for (let i = 0; i < 12 && visited.at(-1) !== "Usage"; i++) {
+    await page.keyboard.press("Tab");
+    visited.push(await page.evaluate(() => document.activeElement?.textContent));
+  }
+  expect(visited.slice(0, 2)).toEqual(["Dark mode", "Sign out"]);
+  expect(visited.at(-1)).toBe("Usage");
   await page.keyboard.press("Enter");
   await page.waitForFunction(() => document.querySelector("main h1")?.textContent === "Usage");
   // The opened page's heading takes the focus (set by an effect once the page has rendered).
@@ -151,13 +156,14 @@ test("a chat call made with the new key appears in the request log", async () =>
   expect(data.choices[0].message.content).toBe("Hello from upstream");
   const requestId = response.headers.get("x-request-id")!;
   await openPage("log", "Request log");
-  // Usage is written off the request path: refresh until the row is there.
-  for (let i = 0; i < 50 && !(await text()).includes(requestId); i++) {
+  // Usage is written off the request path: refresh until the row is there (its request id is in the detail, opened by the row's button).
+  const openRow = `button[aria-label="Open request ${requestId}"]`;
+  for (let i = 0; i < 50 && !(await page.$(openRow)); i++) {
     await Bun.sleep(100);
     await page.click("xpath/.//button[text()='Refresh']");
   }
-  await waitForText(requestId);
-  const row = String(await (await page.waitForFunction((id: string) => [...document.querySelectorAll("tbody tr")].find((tr) => tr.textContent?.includes(id))?.textContent ?? "", {}, requestId)).jsonValue());
+  await page.waitForSelector(openRow);
+  const row = await page.$eval(openRow, (b) => b.closest("tr")?.textContent ?? "");
   expect(row).toContain("gpt-4o");
   expect(row).toContain("200");
   // Filters: another model hides it.
@@ -166,7 +172,7 @@ test("a chat call made with the new key appears in the request log", async () =>
   await waitForText("No requests match.");
   await page.$eval("#log-model", (el) => ((el as HTMLInputElement).value = ""));
   await page.click("form[aria-label='Request log filters'] button[type=submit]");
-  await waitForText(requestId);
+  await page.waitForSelector(openRow);
   await shot("request-log");
   await openPage("usage", "Usage");
   await page.waitForSelector("svg[role=img] rect[fill]");
@@ -196,7 +202,7 @@ test("sessions and webhooks pages; an organization key sees only its own organiz
   await openPage("webhooks", "Webhooks");
   await waitForText("No webhooks.");
   await shot("webhooks");
-  await page.click("header button");
+  await page.click("xpath/.//header//button[text()='Sign out']");
   await page.waitForSelector("#token");
   // Another organization's request, which the key must not see.
   const other = await svc.key(await svc.org("other"));

@@ -170,7 +170,7 @@ test("whatever the rules say: loopback of the host, private ranges, the metadata
     "http://169.254.169.254/latest/meta-data/",
     "http://[::ffff:169.254.169.254]/",
     "http://[64:ff9b::a9fe:a9fe]/",
-    "http://10.0.2.2/",
+    "http://192.0.2.2/",
   ];
   for (const url of targets) expect(`${url} -> ${await fetchFrom(sbx, url)}`).toMatch(/ -> exit (7|28)$/);
   // Meanwhile the test hosts stay reachable: the refusals are the rules, not a dead network.
@@ -180,7 +180,7 @@ test("whatever the rules say: loopback of the host, private ranges, the metadata
 
 test("the sandbox cannot change its own firewall or interface", async () => {
   const sbx = await create({ allowInternetAccess: false });
-  const r = await sbx.commands.run("nft flush ruleset 2>&1; ip link set lo down 2>&1; ip route add default via 10.0.2.2 2>&1; echo done");
+  const r = await sbx.commands.run("nft flush ruleset 2>&1; ip link set lo down 2>&1; ip route add default via 192.0.2.2 2>&1; echo done");
   expect(r.stdout).toContain("Operation not permitted");
   expect(await fetchFrom(sbx, `http://${th.hosts[0]}/`)).toBe("exit 7");
   await sbx.kill();

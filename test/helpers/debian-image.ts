@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -81,4 +81,55 @@ export function makeAptRepository(dir: string): void {
   mkdirSync(apt, { recursive: true });
   run(["dpkg-deb", "--root-owner-group", "--build", pkg, join(apt, "gw-hello_1.0_all.deb")], "dpkg-deb");
   run(["sh", "-c", 'cd "$1" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null', "sh", apt], "dpkg-scanpackages");
+}
+
+/**
+ * The .debs apt in the debootstrap base would install for `packages` (without recommends):
+ * the packages and whatever they need that the base lacks, worked out by this host's apt
+ * against the base's dpkg status (same release). Taken from this host's apt cache where it
+ * has them, the rest downloaded once from its Debian mirror; cached in TEST_CACHE/<name>-<hash of the list>.
+ * For a local apt repository (dpkg-scanpackages) a build's apt-get installs from.
+ */
+export function baseDebs(name: string, packages: string[]): string {
+  const dir = join(TEST_CACHE, `${name}-${new Bun.CryptoHasher("sha256").update(packages.join(" ")).digest("hex").slice(0, 12)}`);
+  if (existsSync(join(dir, "done"))) return dir;
+  const tmp = mkdtempSync(join(TEST_CACHE, `${name}.tmp-`));
+  try {
+    run(["tar", "-x", "-f", debianRootfsTar(), "-C", tmp, "./var/lib/dpkg/status"], "reading the base's dpkg status");
+    const debs = join(tmp, "debs");
+    mkdirSync(join(debs, "partial"), { recursive: true });
+    const apt = ["apt-get", "-q", "-y", "--no-install-recommends", "-o", `Dir::State::status=${join(tmp, "var/lib/dpkg/status")}`, "-o", `Dir::Cache::archives=${debs}/`, "-o", "Debug::NoLocking=1", "install", "--download-only"];
+    const uris = Bun.spawnSync([...apt, "--print-uris", ...packages], { stdout: "pipe", stderr: "pipe" });
+    if (uris.exitCode !== 0) throw new Error(`apt-get --print-uris ${packages.join(" ")}:\n${uris.stderr.toString().slice(-2000)}`);
+    // What the host's own installs left in its cache need not be downloaded again.
+    for (const m of uris.stdout.toString().matchAll(/^'[^']+' (\S+\.deb) /gm)) {
+      const cached = join("/var/cache/apt/archives", m[1]!);
+      if (existsSync(cached)) run(["cp", "--", cached, join(debs, m[1]!)], "copying a cached .deb");
+    }
+    run([...apt, ...packages], `apt-get download of ${packages.join(" ")}`);
+    rmSync(join(debs, "partial"), { recursive: true, force: true });
+    rmSync(join(debs, "lock"), { force: true });
+    writeFileSync(join(debs, "done"), "");
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(debs, dir);
+    return dir;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** A flat apt repository in `repo` (dpkg-scanpackages) of the .debs in `from` (hard links where the file system allows). */
+export function aptRepositoryOf(from: string[], repo: string): void {
+  mkdirSync(repo, { recursive: true });
+  for (const dir of from) {
+    for (const f of readdirSync(dir)) {
+      if (!f.endsWith(".deb") || existsSync(join(repo, f))) continue;
+      try {
+        linkSync(join(dir, f), join(repo, f));
+      } catch {
+        copyFileSync(join(dir, f), join(repo, f));
+      }
+    }
+  }
+  run(["sh", "-c", 'cd "$1" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null', "sh", repo], "dpkg-scanpackages");
 }

@@ -4,7 +4,7 @@ import { surfaceScopes } from "../../src/http/surfaces";
 import { routeModules } from "../../src/app";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 
-const KEY_SCOPES = ["agents", "events", "models", "sandboxes", "usage"];
+const KEY_SCOPES = ["agents", "events", "mcp", "models", "sandboxes", "usage"];
 let svc: TestService;
 const admin = (path: string, method: string, json?: unknown) =>
   svc.fetch(path, { method, body: json === undefined ? undefined : JSON.stringify(json), headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" } });
@@ -25,7 +25,7 @@ describe("scopes", () => {
     const org = await svc.org();
     const bad = await admin("/admin/keys", "POST", { organizationId: org, name: "typo", scopes: ["models", "bogus", "sandbox"] });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'unknown scopes "bogus", "sandbox"; valid scopes: agents, events, models, sandboxes, usage' });
+    expect(await bad.json()).toEqual({ error: 'unknown scopes "bogus", "sandbox"; valid scopes: agents, events, mcp, models, sandboxes, usage' });
     expect((await (await admin(`/admin/keys?organizationId=${org}`, "GET")).json()).length).toBe(0);
 
     const created = await admin("/admin/keys", "POST", { organizationId: org, name: "ok", scopes: [...KEY_SCOPES] });
@@ -35,7 +35,7 @@ describe("scopes", () => {
 
     const patched = await admin(`/admin/keys/${key.id}`, "PATCH", { scopes: ["bogus"] });
     expect(patched.status).toBe(400);
-    expect(await patched.json()).toEqual({ error: 'unknown scope "bogus"; valid scopes: agents, events, models, sandboxes, usage' });
+    expect(await patched.json()).toEqual({ error: 'unknown scope "bogus"; valid scopes: agents, events, mcp, models, sandboxes, usage' });
     const after = (await (await admin(`/admin/keys?organizationId=${org}`, "GET")).json())[0];
     expect(after.scopes).toEqual([...KEY_SCOPES]);
   });

@@ -39,9 +39,9 @@ test("two sandboxes cannot reach each other", async () => {
   const [a, b] = await Promise.all([Sandbox.create("base", opts), Sandbox.create("base", opts)]);
   await a.commands.run("python3 -m http.server 8000 --bind 0.0.0.0", { background: true });
   await a.commands.run("for i in $(seq 1 100); do curl -s -o /dev/null http://127.0.0.1:8000/ && exit 0; sleep 0.05; done; exit 1");
-  expect(await curl(a, "http://10.0.2.100:8000/")).toBe("200 0");
+  expect(await curl(a, "http://192.0.2.100:8000/")).toBe("200 0");
   // Every sandbox has the same address on a link of its own: from b, it is b itself.
-  for (const url of ["http://127.0.0.1:8000/", "http://10.0.2.100:8000/", "http://10.0.2.2:8000/", `http://${th.hostSide}:8000/`]) expect(await curl(b, url)).toMatch(/^000 (7|28)$/);
+  for (const url of ["http://127.0.0.1:8000/", "http://192.0.2.100:8000/", "http://192.0.2.2:8000/", `http://${th.hostSide}:8000/`]) expect(await curl(b, url)).toMatch(/^000 (7|28)$/);
   await Promise.all([a.kill(), b.kill()]);
 });
 

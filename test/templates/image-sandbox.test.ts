@@ -183,21 +183,46 @@ describe("an image template's sandbox", () => {
     await a.commands.run("rm /opt/fill", { user: "root" });
   });
 
-  test("pause keeping memory keeps root's writes; a pause that ends the processes and a snapshot are refused, saying why", async () => {
+  test("a pause keeps root's writes, keeping memory or to disk (the upper layer kept as a layer, deletions included); a snapshot is refused, saying why", async () => {
     await a.commands.run("echo kept > /etc/kept-across-pause", { user: "root" });
     await a.pause();
     const resumed = await Sandbox.connect(a.sandboxId, opts);
     expect((await resumed.commands.run("cat /etc/kept-across-pause")).stdout).toBe("kept\n");
-    const toDisk = await a.pause({ keepMemory: false }).catch((e) => e);
-    expect(String(toDisk.message)).toContain("not available yet for a sandbox of an image template");
+    await a.commands.run("echo on-disk > /usr/local/bin/kept-on-disk && rm /usr/bin/tac && echo tmp > /tmp/t", { user: "root" });
+    await a.files.write("/home/user/home-file", "home");
+    await a.pause({ keepMemory: false });
+    const again = await Sandbox.connect(a.sandboxId, opts);
+    const r = await again.commands.run("cat /etc/kept-across-pause /usr/local/bin/kept-on-disk /tmp/t /home/user/home-file; echo; test -e /usr/bin/tac || echo tac-gone; stat -c %u /usr/local/bin/kept-on-disk");
+    expect(r.stdout).toBe("kept\non-disk\ntmp\nhome\ntac-gone\n0\n");
+    // Root still writes, on top of the kept layer.
+    expect((await again.commands.run("echo more > /usr/local/bin/after && cat /usr/local/bin/after", { user: "root" })).stdout).toBe("more\n");
     const snap = await a.createSnapshot().catch((e) => e);
     expect(String(snap.message)).toContain("not available yet for a sandbox of an image template");
-    expect((await a.commands.run("cat /etc/kept-across-pause")).stdout).toBe("kept\n");
-  }, 120_000);
+    expect((await b.commands.run("test -e /usr/local/bin/kept-on-disk && echo seen || echo unseen")).stdout).toBe("unseen\n");
+  }, 180_000);
 
   test("an unknown user is refused as envd refuses it", async () => {
     const err = await a.commands.run("true", { user: "nobody-here" as never }).catch((e) => e);
     expect(String(err.message)).toContain("user 'nobody-here' not found");
+  });
+
+  test("file operations as root: writes to /usr and /root work, are root's inside and land in the upper layer under the sandbox's host ids", async () => {
+    const root = { user: "root" as const };
+    await a.files.write("/usr/local/bin/gw-from-files", "#!/bin/sh\necho written through envd as root\n", root);
+    await a.files.write("notes.txt", "root's notes", root); // relative: root's home
+    await a.files.makeDir("/opt/gw-dir", root);
+    const owners = await a.commands.run("stat -c '%u:%g %n' /usr/local/bin/gw-from-files /root/notes.txt /opt/gw-dir", root);
+    expect(owners.stdout).toBe("0:0 /usr/local/bin/gw-from-files\n0:0 /root/notes.txt\n0:0 /opt/gw-dir\n");
+    expect(await a.files.read("/root/notes.txt", root)).toBe("root's notes");
+    expect((await a.files.list("/root", root)).map((e) => e.name)).toContain("notes.txt");
+    // The sandbox's user cannot read root's home nor write /usr, through the same API.
+    await expect(a.files.read("/root/notes.txt")).rejects.toThrow();
+    await expect(a.files.write("/usr/local/bin/not-mine", "x")).rejects.toThrow();
+    // On the host: in the upper directory, owned by the sandbox's id base (its root), not by host root.
+    const st = statSync(join(upperOf(a.sandboxId), "usr/local/bin/gw-from-files"));
+    expect(st.uid).toBeGreaterThanOrEqual(0x40000000);
+    expect(st.uid % 65536).toBe(0);
+    expect((await b.commands.run("test -e /usr/local/bin/gw-from-files && echo seen || echo unseen")).stdout).toBe("unseen\n");
   });
 
   test("killing a sandbox unmounts its root and layers and removes its directories", async () => {
@@ -212,9 +237,10 @@ describe("an image template's sandbox", () => {
 });
 
 test("an OCI archive imports too; its layer is the layout's (stored once)", async () => {
+  const before = new LayerStore(svc.dataDir).list().sort();
   const sbx = await Sandbox.create("debian_archive", opts);
   expect((await sbx.commands.run("cat /etc/debian_version")).stdout).toMatch(/^12\./);
-  expect(new LayerStore(svc.dataDir).list().length).toBe(1);
+  expect(new LayerStore(svc.dataDir).list().sort()).toEqual(before);
   await sbx.kill();
 }, 300_000);
 
@@ -227,6 +253,8 @@ test("root on a host-/usr template's sandbox is refused with the reason", async 
   const sbx = await Sandbox.create("base", opts);
   const err = await sbx.commands.run("id -u", { user: "root" }).catch((e) => e);
   expect(String(err.message)).toContain("user 'root' needs a sandbox of an image template");
+  const write = await sbx.files.write("/tmp/x", "x", { user: "root" }).catch((e) => e);
+  expect(String(write.message)).toContain("user 'root' needs a sandbox of an image template");
   await sbx.kill();
 });
 

@@ -22,9 +22,14 @@ import { type Cidr, domainAllowed, type EgressRules, inCidr, parseAddress, parse
  * (judged above) or goes nowhere.
  */
 
-/** Inside every sandbox's namespace (slirp4netns' conventional addresses): its own, and the gateway pasta answers for. */
-export const SANDBOX_ADDRESS = "10.0.2.100";
-export const SANDBOX_GATEWAY = "10.0.2.2";
+/**
+ * Inside every sandbox's namespace: its own address and the gateway pasta answers for, in
+ * TEST-NET-1 (192.0.2.0/24, RFC 5737), a range no network routes: a private range (10.0.2.0/24
+ * was slirp4netns' convention) could be one the host or the operator's network really uses,
+ * and the sandbox would then see a stranger at that address.
+ */
+export const SANDBOX_ADDRESS = "192.0.2.100";
+export const SANDBOX_GATEWAY = "192.0.2.2";
 export const SANDBOX_PREFIX = 24;
 
 /** Cloud metadata services (AWS, GCP, Azure, OpenStack: 169.254.169.254; Alibaba: 100.100.100.200). */

@@ -3,6 +3,8 @@ import { html } from "htm/preact";
 export interface Series {
   label: string;
   values: number[];
+  /** A colour of its own (errors in red); else the next of the palette. */
+  color?: string;
 }
 
 const COLORS = ["#2563eb", "#16a34a", "#d97706", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#4b5563"];
@@ -35,7 +37,7 @@ export function StackedBars({ labels, series, unit, caption }: { labels: string[
             const h = y(s.values[i] ?? 0);
             base -= h;
             return h > 0
-              ? html`<rect x=${pad.left + i * bar + 1} y=${base} width=${Math.max(1, bar - 2)} height=${h} fill=${COLORS[k % COLORS.length]}><title>${s.label}, ${label}: ${fmt(s.values[i] ?? 0)} ${unit}</title></rect>`
+              ? html`<rect x=${pad.left + i * bar + 1} y=${base} width=${Math.max(1, bar - 2)} height=${h} fill=${s.color ?? COLORS[k % COLORS.length]}><title>${s.label}, ${label}: ${fmt(s.values[i] ?? 0)} ${unit}</title></rect>`
               : null;
           })}
           ${i % every === 0 ? html`<text x=${pad.left + i * bar + bar / 2} y=${height - 14} text-anchor="middle" font-size="11">${label.slice(5, label.includes("T00:00") ? 10 : 16).replace("T", " ")}</text>` : null}
@@ -44,7 +46,7 @@ export function StackedBars({ labels, series, unit, caption }: { labels: string[
     </svg>
     <figcaption>
       <ul class="legend">
-        ${series.map((s, k) => html`<li><svg class="swatch" width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill=${COLORS[k % COLORS.length]} /></svg>${s.label}</li>`)}
+        ${series.map((s, k) => html`<li><svg class="swatch" width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill=${s.color ?? COLORS[k % COLORS.length]} /></svg>${s.label}</li>`)}
       </ul>
     </figcaption>
   </figure>`;

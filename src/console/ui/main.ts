@@ -3,21 +3,34 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Mode, signIn, storedToken, storeToken } from "./api";
 import { KeysPage } from "./pages/keys";
 import { LogPage } from "./pages/log";
+import { OverviewPage } from "./pages/overview";
+import { PlaygroundPage } from "./pages/playground";
+import { ProvidersPage } from "./pages/providers";
 import { SandboxesPage } from "./pages/sandboxes";
 import { SessionsPage } from "./pages/sessions";
 import { UsagePage } from "./pages/usage";
 import { WebhooksPage } from "./pages/webhooks";
+import { AgentsPage } from "./pages/agents";
+import { AutomationPage } from "./pages/automation";
+import { CatalogPage } from "./pages/catalog";
+import { applyStoredTheme, ThemeToggle } from "./theme";
 import { ErrorNote, type Org } from "./widgets";
 
 const MODE_KEY = "gateway-console-mode";
 
 const PAGES = [
+  { id: "overview", label: "Overview" },
   { id: "keys", label: "Organizations and keys", admin: true },
+  { id: "providers", label: "Providers and models", admin: true },
   { id: "usage", label: "Usage" },
   { id: "log", label: "Request log" },
+  { id: "playground", label: "Playground" },
   { id: "sandboxes", label: "Sandboxes" },
   { id: "sessions", label: "Agent sessions" },
   { id: "webhooks", label: "Webhooks" },
+  { id: "agents", label: "Agents" },
+  { id: "automation", label: "Endpoints and deployments" },
+  { id: "catalog", label: "Skills and templates" },
 ] as const;
 
 function currentPage(mode: Mode): string {
@@ -96,17 +109,24 @@ function App() {
 
   const common = { mode, orgs, org, onOrg: setOrg };
   const body =
-    page === "keys" ? html`<${KeysPage} orgs=${orgs} org=${org} onOrg=${setOrg} onOrgsChanged=${() => setOrgTick((t) => t + 1)} />`
+    page === "overview" ? html`<${OverviewPage} mode=${mode} orgs=${orgs} />`
+    : page === "providers" ? html`<${ProvidersPage} />`
+    : page === "playground" ? html`<${PlaygroundPage} mode=${mode} />`
+    : page === "keys" ? html`<${KeysPage} orgs=${orgs} org=${org} onOrg=${setOrg} onOrgsChanged=${() => setOrgTick((t) => t + 1)} />`
     : page === "usage" ? html`<${UsagePage} mode=${mode} orgs=${orgs} />`
     : page === "log" ? html`<${LogPage} mode=${mode} orgs=${orgs} />`
     : page === "sandboxes" ? html`<${SandboxesPage} ...${common} />`
     : page === "sessions" ? html`<${SessionsPage} ...${common} />`
+    : page === "agents" ? html`<${AgentsPage} ...${common} />`
+    : page === "automation" ? html`<${AutomationPage} ...${common} />`
+    : page === "catalog" ? html`<${CatalogPage} ...${common} />`
     : html`<${WebhooksPage} ...${common} />`;
   return html`
     <a class="skip" href="#main">Skip to content</a>
     <header>
       <span class="brand">Gateway console</span>
       <span class="muted">${mode === "admin" ? "Signed in as the administrator" : "Signed in with an organization key"}</span>
+      <${ThemeToggle} />
       <button type="button" onClick=${signOut}>Sign out</button>
     </header>
     <nav aria-label="Console pages">
@@ -122,4 +142,5 @@ function App() {
     </main>`;
 }
 
+applyStoredTheme();
 render(html`<${App} />`, document.getElementById("app")!);

@@ -18,6 +18,9 @@ import m15 from "./0015_budget_leases.sql" with { type: "text" };
 import m16 from "./0016_sandbox_nodes_and_shared_media.sql" with { type: "text" };
 import m17 from "./0017_template_builds.sql" with { type: "text" };
 import m18 from "./0018_stored_resources.sql" with { type: "text" };
+import m19 from "./0019_request_log_failed_attempts.sql" with { type: "text" };
+import m20 from "./0020_stored_resources_metered.sql" with { type: "text" };
+import m21 from "./0021_mcp_gateway.sql" with { type: "text" };
 
 export const embeddedMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_deep_titania", when: 1795309015085, breakpoints: true, sql: m0 },
@@ -39,4 +42,7 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   { tag: "0016_sandbox_nodes_and_shared_media", when: 1795775905343, breakpoints: true, sql: m16 },
   { tag: "0017_template_builds", when: 1795776430941, breakpoints: true, sql: m17 },
   { tag: "0018_stored_resources", when: 1795776494157, breakpoints: true, sql: m18 },
+  { tag: "0019_request_log_failed_attempts", when: 1795781504937, breakpoints: true, sql: m19 },
+  { tag: "0020_stored_resources_metered", when: 1795786892183, breakpoints: true, sql: m20 },
+  { tag: "0021_mcp_gateway", when: 1795787098342, breakpoints: true, sql: m21 },
 ];

@@ -36,7 +36,7 @@ const GenerateContentBody = named(
  * `usageMetadata`: the prompt count includes cached content (`cachedContentTokenCount`),
  * thoughts are billed as output beside the candidates; audio by modality details.
  */
-function usageOf(json: any, u: Usage): void {
+export function usageOf(json: any, u: Usage): void {
   const m = json?.usageMetadata;
   u.inputTokens = count(m?.promptTokenCount);
   u.outputTokens = count(m?.candidatesTokenCount) + count(m?.thoughtsTokenCount);

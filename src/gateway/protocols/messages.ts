@@ -40,7 +40,7 @@ const MessagesBody = named(
  * writes and reads are added to make `inputTokens` every prompt token (as the vendor bills
  * them, each part at its own price).
  */
-function readUsage(usage: any, u: Usage): void {
+export function readUsage(usage: any, u: Usage): void {
   const write = count(usage.cache_creation_input_tokens);
   const read = count(usage.cache_read_input_tokens);
   u.inputTokens = count(usage.input_tokens) + write + read;

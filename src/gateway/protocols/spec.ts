@@ -21,7 +21,7 @@ export interface ProtocolSpec<N extends string = string> {
    * Path prefixes (optionally narrowed by a pattern) that authenticate and render errors
    * as this protocol does; see `Surface` in src/http/surfaces.ts.
    */
-  readonly surfaces: readonly { prefix: string; pattern?: RegExp }[];
+  readonly surfaces: readonly { prefix: string; pattern?: RegExp; header?: string }[];
   /** Where the API key is read from (spec: Authentication, credential locations). */
   readonly credentials: CredentialStyle;
   /** Error body shape before a stream has started (spec: Errors). */
@@ -55,7 +55,7 @@ export interface ProtocolSpec<N extends string = string> {
   readonly uploads?: boolean;
 }
 
-export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute | MultipartRoute;
+export type ProtocolRoute = ModelInBodyRoute | ModelInPathRoute | ResourceRoute | MultipartRoute | WebSocketRoute;
 
 interface RouteDocs {
   summary: string;
@@ -106,6 +106,15 @@ export interface MultipartRoute extends RouteDocs {
   defaultModel?: string;
 }
 
+/**
+ * `GET <path>?model=...` upgraded to a WebSocket whose frames are relayed to the provider's
+ * own WebSocket as they come (src/gateway/realtime.ts); usage is read from the events that
+ * report it (`ProtocolCodec.usageFromBody` on each such event's JSON).
+ */
+export interface WebSocketRoute {
+  kind: "websocket";
+  path: string;
+}
 /**
  * A resource API with routes of its own (Interactions: create, then read by id), mounted
  * by src/gateway/routes.ts; the spec still supplies everything else.

@@ -11,12 +11,29 @@ interface Key {
   keyPrefix: string;
   enabled: boolean;
   spendingLimit: number | null;
+  spendingPeriod: Period;
   spent: number;
+  periodSpent: number;
   rpm: number | null;
+  tpm: number | null;
   scopes: string[];
   createdAt: string;
   revokedAt: string | null;
 }
+
+type Period = "none" | "daily" | "weekly" | "monthly";
+const PERIODS: Period[] = ["none", "daily", "weekly", "monthly"];
+
+/** An organization as GET /admin/organizations lists it: its budget with the rest. */
+interface OrgBudget extends Org {
+  spendingLimit: number | null;
+  spendingPeriod: Period;
+  spent: number;
+  periodSpent: number;
+  periodResetsAt: string | null;
+}
+
+const periodOptions = (current: Period) => PERIODS.map((p) => html`<option value=${p} selected=${p === current}>${p === "none" ? "never resets" : p}</option>`);
 
 const numberOrNull = (v: string) => (v.trim() === "" ? null : Number(v));
 
@@ -78,9 +95,26 @@ export function KeysPage({ orgs, org, onOrgsChanged, onOrg }: { orgs: Org[]; org
     const form = e.target as HTMLFormElement;
     const field = (n: string) => (form.elements.namedItem(n) as HTMLInputElement).value;
     try {
-      await api(`/admin/keys/${encodeURIComponent(k.id)}`, { method: "PATCH", body: { spendingLimit: numberOrNull(field("limit")), rpm: numberOrNull(field("rpm")) } });
+      await api(`/admin/keys/${encodeURIComponent(k.id)}`, {
+        method: "PATCH",
+        body: { spendingLimit: numberOrNull(field("limit")), spendingPeriod: field("period"), rpm: numberOrNull(field("rpm")), tpm: numberOrNull(field("tpm")) },
+      });
       setStatus(`Limits of ${k.name} saved.`);
       keys.reload();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  const current = orgs.find((o) => o.id === org) as OrgBudget | undefined;
+  const setOrgBudget = async (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const field = (n: string) => (form.elements.namedItem(n) as HTMLInputElement).value;
+    try {
+      await api(`/admin/organizations/${encodeURIComponent(org ?? "")}`, { method: "PATCH", body: { spendingLimit: numberOrNull(field("org-limit")), spendingPeriod: field("org-period") } });
+      setStatus(`Budget of ${current?.name} saved.`);
+      onOrgsChanged();
     } catch (err) {
       setError((err as Error).message);
     }
@@ -101,6 +135,15 @@ export function KeysPage({ orgs, org, onOrgsChanged, onOrg }: { orgs: Org[]; org
         ${orgs.map((o) => html`<option value=${o.id}>${o.name} (${o.id})</option>`)}
       </select>
     </p>
+    ${current &&
+    html`<form class="inline" onSubmit=${setOrgBudget} aria-label="Organization budget">
+      <label for="org-limit">Organization budget (USD)</label>
+      <input id="org-limit" name="org-limit" type="number" min="0" step="any" size="8" value=${current.spendingLimit ?? ""} />
+      <label for="org-period">Resets</label>
+      <select id="org-period" name="org-period">${periodOptions(current.spendingPeriod)}</select>
+      <button type="submit">Save budget</button>
+      <span class="muted">Spent ${formatCost(current.periodSpent)} this period${current.periodResetsAt ? ` (resets ${formatTime(current.periodResetsAt)})` : ""}, ${formatCost(current.spent)} in all.</span>
+    </form>`}
     ${created &&
     html`<div class="secret" role="alert">
       <p>Key <strong>${created.name}</strong> created. Copy it now: it is not shown again.</p>
@@ -124,18 +167,20 @@ export function KeysPage({ orgs, org, onOrgsChanged, onOrg }: { orgs: Org[]; org
     <${ErrorNote} message=${keys.error} />
     <table>
       <caption>Keys of the organization</caption>
-      <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">State</th><th scope="col">Spent</th><th scope="col">Limits</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">State</th><th scope="col">Spent this period</th><th scope="col">Limits</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>
         ${(keys.data ?? []).map(
           (k) => html`<tr>
             <td>${k.name}</td>
             <td><code>${k.keyPrefix}…</code></td>
             <td>${k.revokedAt ? "revoked" : k.enabled ? "active" : "disabled"}</td>
-            <td>${formatCost(k.spent)}</td>
+            <td class="nowrap">${formatCost(k.periodSpent)}${k.spendingPeriod !== "none" ? html`<br /><span class="muted">${formatCost(k.spent)} in all</span>` : null}</td>
             <td>
               <form class="limits" onSubmit=${(e: Event) => setLimits(e, k)}>
                 <label>USD <input name="limit" type="number" min="0" step="any" value=${k.spendingLimit ?? ""} size="6" aria-label=${`Spending limit of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+                <select name="period" aria-label=${`Budget period of ${k.name}`} disabled=${!!k.revokedAt}>${periodOptions(k.spendingPeriod)}</select>
                 <label>RPM <input name="rpm" type="number" min="1" step="1" value=${k.rpm ?? ""} size="5" aria-label=${`Requests per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+                <label>TPM <input name="tpm" type="number" min="1" step="1" value=${k.tpm ?? ""} size="7" aria-label=${`Tokens per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
                 <button type="submit" disabled=${!!k.revokedAt} aria-label=${`Save limits of ${k.name}`}>Save</button>
               </form>
             </td>

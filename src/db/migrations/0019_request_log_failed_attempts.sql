@@ -1,0 +1,1 @@
+ALTER TABLE "usage_requests" ADD COLUMN "failed_attempts" text;

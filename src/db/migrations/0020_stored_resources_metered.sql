@@ -1,0 +1,1 @@
+ALTER TABLE "gateway_stored_resources" ADD COLUMN "metered" boolean DEFAULT false NOT NULL;
