@@ -1,7 +1,7 @@
 // What the gateway benchmarks share (bench/gateway.ts, bench/metrics.ts): the request modes,
 // the service started as a real process, and one wrk round against a target with the CPU
 // time its process spent.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -65,35 +65,46 @@ export async function waitForHttp(url: string, proc: Subprocess, what: string, o
 }
 
 /** The last 20,000 characters a child wrote (stdout and stderr), read as it runs. */
-export function collect(proc: Subprocess<"ignore", "pipe", "pipe">): () => string {
+export function collect(proc: Subprocess<"ignore", "pipe", "pipe">, stderrOnly = false): () => string {
   let text = "";
   const pump = async (s: ReadableStream<Uint8Array>) => {
     const d = new TextDecoder();
     for await (const c of s) text = (text + d.decode(c, { stream: true })).slice(-20_000);
   };
-  void pump(proc.stdout);
+  if (!stderrOnly) void pump(proc.stdout);
   void pump(proc.stderr);
   return () => text;
 }
 
 export type Service = Awaited<ReturnType<typeof startService>>;
 
+/** What `METRICS_TOKEN` a service started with `selfHosted` serves /metrics to. */
+export const METRICS_TOKEN = "bench-metrics-token";
+
 /**
  * The service as a real process with the defaults a self-hoster gets (embedded database,
  * first key bootstrapped), from a checkout (`from`), with extra settings, optionally pinned
- * to some CPUs.
+ * to some CPUs. `selfHosted`: as a self-hoster runs it in production, with metrics on
+ * (`METRICS_TOKEN`, /metrics scraped every second as Prometheus would) and the access log
+ * at its default level (`info`), written to a file as a service manager would (a pipe read
+ * by this process would put the reading on the machine being measured). `bunArgs` go to
+ * bun before the script (e.g. the profiler's).
  */
-export async function startService(upstream: string, opts: { from?: string; env?: Record<string, string>; cpus?: string } = {}) {
+export async function startService(upstream: string, opts: { from?: string; env?: Record<string, string>; cpus?: string; selfHosted?: boolean; bunArgs?: string[] } = {}) {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "gw-bench-gateway-"));
-  const proc = Bun.spawn([...pinned(opts.cpus), "bun", "src/main.ts", "serve"], {
+  const logFile = opts.selfHosted ? join(dataDir, "stdout.log") : undefined;
+  const selfHosted = opts.selfHosted ? { LOG_LEVEL: "info", METRICS_TOKEN } : {};
+  const proc = Bun.spawn([...pinned(opts.cpus), "bun", ...(opts.bunArgs ?? []), "src/main.ts", "serve"], {
     cwd: opts.from ?? root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1`, ...opts.env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn", PGLITE_THREAD: process.env.PGLITE_THREAD ?? "", OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream}/v1`, ...selfHosted, ...opts.env },
     stdin: "ignore",
-    stdout: "pipe",
+    stdout: logFile ? Bun.file(logFile) : "pipe",
     stderr: "pipe",
   });
-  const output = collect(proc);
+  const piped = collect(proc as Subprocess<"ignore", "pipe", "pipe">, logFile !== undefined);
+  // The first start's lines (the key among them) are read back from the file.
+  const output = logFile ? () => `${readFileSync(logFile, "utf8").slice(0, 200_000)}${piped()}` : piped;
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/healthz`, proc, "the service", output);
   let key: string | undefined;
@@ -102,20 +113,58 @@ export async function startService(upstream: string, opts: { from?: string; env?
     if (!key) await Bun.sleep(50);
   }
   if (!key) throw new Error(`the service printed no bootstrap key:\n${output()}`);
+  const scraper = opts.selfHosted ? await scrapeEverySecond(url) : undefined;
   return {
     url,
     key,
     pid: proc.pid,
+    /** What the service wrote so far (its stderr's last 20,000 characters, with stdout unless in a file). */
+    output,
     /** The service as a target, by its chat completions URL. */
     target(name: string): Target {
       return { name, url: `${url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` }, pid: proc.pid };
     },
+    /** Scrapes of /metrics so far (selfHosted), and how many failed. */
+    scrapes: () => scraper?.count() ?? { done: 0, failed: 0 },
     async stop() {
+      const scrapes = scraper?.stop();
       proc.kill("SIGTERM");
       await proc.exited;
       rmSync(dataDir, { recursive: true, force: true });
+      if (scrapes?.failed) throw new Error(`${scrapes.failed} of ${scrapes.done} scrapes of the service's /metrics failed`);
     },
   };
+}
+
+const scrapeOnce = (url: string) => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+
+/** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
+export async function scrapeEverySecond(url: string): Promise<{ count(): { done: number; failed: number }; stop(): { done: number; failed: number } }> {
+  const scrape = () => scrapeOnce(url).then(async (r) => (await r.arrayBuffer(), r.ok));
+  if (!(await scrape())) throw new Error("the service with METRICS_TOKEN did not serve /metrics");
+  let done = 0;
+  let failed = 0;
+  const timer = setInterval(() => {
+    done++;
+    scrape()
+      .then((ok) => ok || failed++)
+      .catch(() => failed++);
+  }, 1000);
+  return {
+    count: () => ({ done, failed }),
+    stop() {
+      clearInterval(timer);
+      return { done, failed };
+    },
+  };
+}
+
+/** The sum of gateway_http_requests_total in one scrape: proof that a service with metrics on counted the load. */
+export async function requestsCounted(url: string): Promise<number> {
+  const text = await (await scrapeOnce(url)).text();
+  let sum = 0;
+  for (const line of text.split("\n")) if (line.startsWith("gateway_http_requests_total{")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  return sum;
 }
 
 /** One request of the mode; throws unless the target answers it as the upstream would. */

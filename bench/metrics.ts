@@ -20,12 +20,11 @@
 //   interval shows that the method does not invent a difference between equal services.
 // BENCH_AB_ROUNDS rounds (default 12) of BENCH_SECONDS (default 2) per target and mode.
 import { availableParallelism } from "node:os";
-import { children, checkTarget, MODES, type Mode, median, scratch, startService, type Target, type Throughput, TITLES, wrkPost } from "./gateway-targets";
+import { children, checkTarget, METRICS_TOKEN, MODES, type Mode, median, requestsCounted, scrapeEverySecond, scratch, startService, type Target, type Throughput, TITLES, wrkPost } from "./gateway-targets";
 import { fmt, startChild } from "./lib";
 
 const ROUNDS = Number(process.env.BENCH_AB_ROUNDS ?? 12);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
-const METRICS_TOKEN = "bench-metrics-token";
 
 /** The services' CPUs and the rest (wrk, upstream), when BENCH_SERVICE_CPUS is set. */
 function cpuSplit(): { services?: string; others?: string } {
@@ -172,34 +171,4 @@ export function medianRank(n: number): number {
     term = (term * (n - j)) / (j + 1);
   }
   return Math.min(k, Math.ceil(n / 2));
-}
-
-const scrapeOnce = (url: string) => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-
-/** Scrapes /metrics once a second, as a Prometheus server would, so that the scrapes' own cost is in the figures. */
-async function scrapeEverySecond(url: string): Promise<{ stop(): { done: number; failed: number } }> {
-  const scrape = () => scrapeOnce(url).then(async (r) => (await r.arrayBuffer(), r.ok));
-  if (!(await scrape())) throw new Error("the service with METRICS_TOKEN did not serve /metrics");
-  let done = 0;
-  let failed = 0;
-  const timer = setInterval(() => {
-    done++;
-    scrape()
-      .then((ok) => ok || failed++)
-      .catch(() => failed++);
-  }, 1000);
-  return {
-    stop() {
-      clearInterval(timer);
-      return { done, failed };
-    },
-  };
-}
-
-/** The sum of gateway_http_requests_total in one scrape: proof that the "on" service counted the load. */
-async function requestsCounted(url: string): Promise<number> {
-  const text = await (await scrapeOnce(url)).text();
-  let sum = 0;
-  for (const line of text.split("\n")) if (line.startsWith("gateway_http_requests_total{")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
-  return sum;
 }

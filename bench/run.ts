@@ -8,6 +8,8 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   gateway: () => import("./gateway"),
   // Multipart uploads and the Realtime relay against their minimal baselines.
   breadth: () => import("./breadth"),
+  // Where the gateway's CPU goes: the service under wrk with the profiler on.
+  "gateway-profile": () => import("./gateway-profile"),
   limits: () => import("./limits"),
   holds: () => import("./holds"),
   metering: () => import("./metering"),

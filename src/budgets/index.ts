@@ -45,12 +45,12 @@ export function leasesFor(s: Services): BudgetLeases {
  */
 export function checkBudgets(s: Services, auth: AuthContext, surface: Surface): void {
   if (!surface.spendLimitStatus) return;
-  const now = clockOf(s).now();
-  if (auth.key.spendingLimit !== null && limitReached(auth.key, now)) {
+  // The clock is read only for a budget with a limit: most keys and organizations have none.
+  if (auth.key.spendingLimit !== null && limitReached(auth.key, clockOf(s).now())) {
     throw new ApiError(surface.spendLimitStatus, AUTH_MESSAGES.spend, { code: "spending_limit_exceeded" });
   }
   const org = orgBudgetsFor(s).get(auth.organizationId);
-  if (org && limitReached(org, now)) throw new ApiError(402, ORG_SPEND_MESSAGE, { code: "spending_limit_exceeded" });
+  if (org && org.spendingLimit !== null && limitReached(org, clockOf(s).now())) throw new ApiError(402, ORG_SPEND_MESSAGE, { code: "spending_limit_exceeded" });
 }
 
 /**

@@ -2,11 +2,12 @@ import { sql } from "drizzle-orm";
 import type { BudgetHold } from "../budgets/hold";
 import type { Catalog } from "../catalog";
 import { type Db, embeddedClient, rowsOf } from "../db/client";
-import { BinaryCopyWriter } from "../db/copy-binary";
 import type { Protocol } from "../gateway/protocols";
 import type { Logger } from "../log";
-import { ADD_HOURLY, hourlySums } from "./hourly";
-import { KEY_SPEND, ORG_SPEND, SpendByDay, spendUpdate } from "./spend";
+import { hourlySums } from "./hourly";
+import { SpendByDay } from "./spend";
+import { COLUMNS, RECORD_TYPES, type SeriesDims, type UsageRow, writeEmbedded } from "./rows";
+import { spendUpdates, TOTALS_CTES } from "./totals";
 import { usageRequests, usageSeries } from "./schema";
 
 export interface UsageRecord {
@@ -83,8 +84,6 @@ export interface MeterOptions {
 type Queued = UsageRecord & { at: number };
 
 const INT4_MAX = 2_147_483_647;
-/** Decimal places of `usage_records.cost` (numeric(18, 9)). */
-const COST_SCALE = 9;
 /** Client-chosen strings (model names) are clipped: a 1 MB model name must not land in every usage row. */
 const MAX_TEXT = 256;
 
@@ -121,11 +120,13 @@ export class BatchingUsageMeter implements UsageMeter {
     private readonly log: Logger,
     opts: MeterOptions = {},
   ) {
-    this.flushMs = opts.flushMs ?? 250;
-    // Large batches: on the embedded database a transaction has a fixed cost on top of its
-    // rows, so the cost per row falls as batches grow, and a busy gateway queues a few
-    // thousand records between two ticks.
-    this.maxBatch = opts.maxBatch ?? 5000;
+    // Large batches, written once a second: on the embedded database a batch has a fixed
+    // cost on top of its rows (its transaction, the statement that adds the sums and the
+    // spend: a parse, a plan and a dozen protocol messages, several milliseconds under
+    // load), so the cost per row falls as batches grow. At four writes a second, batches of
+    // a couple of thousand rows cost more for that fixed part than for their rows.
+    this.flushMs = opts.flushMs ?? 1000;
+    this.maxBatch = opts.maxBatch ?? 10_000;
     this.maxQueued = opts.maxQueued ?? 100_000;
     this.bodyChars = opts.bodyChars ?? 0;
     this.now = opts.now ?? Date.now;
@@ -311,14 +312,7 @@ export class BatchingUsageMeter implements UsageMeter {
         select ${sql.raw(COLUMNS.join(", "))}
         from json_to_recordset(${json}::json) as r(${sql.raw(RECORD_TYPES)})
         returning 1
-      ), hourly as (
-        ${sql.raw(ADD_HOURLY[0])}${hourly}${sql.raw(ADD_HOURLY[1])}
-        returning 1
-      ),
-      ${sql.raw(KEY_SPEND[0])}${keys}${sql.raw(KEY_SPEND[1])},
-      ${sql.raw(ORG_SPEND[0])}${orgs}${sql.raw(ORG_SPEND[1])},
-      k_done as (${sql.raw(spendUpdate("k", "api_keys", holder))} returning 1)
-      ${sql.raw(spendUpdate("o", "organizations", holder))}`);
+      ), ${sql.raw(TOTALS_CTES[0])}${hourly}${sql.raw(TOTALS_CTES[1])}${keys}${sql.raw(TOTALS_CTES[2])}${orgs}${sql.raw(TOTALS_CTES[3])}${sql.raw(spendUpdates(holder))}`);
   }
 
   /**
@@ -360,16 +354,6 @@ export class BatchingUsageMeter implements UsageMeter {
   }
 }
 
-/** What a request's usage shares with other requests: stored once in `usage_series`. */
-interface SeriesDims {
-  organization_id: string;
-  key_id: string;
-  surface: string;
-  public_model: string;
-  upstream_model: string | null;
-  provider: string | null;
-}
-
 /** Series remembered per process (about 100 bytes each). */
 const MAX_SERIES_REMEMBERED = 50_000;
 const SERIES_COLUMNS = "organization_id, key_id, surface, public_model, upstream_model, provider";
@@ -379,102 +363,6 @@ const SERIES_TYPES = "organization_id text, key_id text, surface text, public_mo
 function seriesKey(d: SeriesDims): string {
   const f = (v: string | null) => (v === null ? "\0n" : "\0v" + v);
   return f(d.organization_id) + f(d.key_id) + f(d.surface) + f(d.public_model) + f(d.upstream_model) + f(d.provider);
-}
-
-interface UsageRow {
-  series: SeriesDims;
-  series_id: number;
-  request_id: string;
-  input_tokens: number;
-  output_tokens: number;
-  cost: number | null;
-  latency_ms: number;
-  status: number;
-  streamed: boolean;
-  attempts: number;
-  failed_attempts: string | null;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  cache_write_1h_tokens: number;
-  reasoning_tokens: number;
-  input_audio_tokens: number;
-  output_audio_tokens: number;
-  estimated: boolean;
-  request_body: string | null;
-  response_body: string | null;
-  response_bytes: number;
-  /** Epoch milliseconds. */
-  created_at: number;
-}
-
-const COLUMNS = [
-  "series_id",
-  "request_id",
-  "input_tokens",
-  "output_tokens",
-  "cost",
-  "latency_ms",
-  "status",
-  "streamed",
-  "attempts",
-  "failed_attempts",
-  "cached_tokens",
-  "cache_write_tokens",
-  "cache_write_1h_tokens",
-  "reasoning_tokens",
-  "input_audio_tokens",
-  "output_audio_tokens",
-  "estimated",
-  "request_body",
-  "response_body",
-  "response_bytes",
-  "created_at",
-] as const;
-const RECORD_TYPES =
-  "series_id integer, request_id text, input_tokens integer, output_tokens integer, cost numeric, latency_ms integer, status integer, streamed boolean, attempts integer, failed_attempts text, cached_tokens integer, cache_write_tokens integer, cache_write_1h_tokens integer, reasoning_tokens integer, input_audio_tokens integer, output_audio_tokens integer, estimated boolean, request_body text, response_body text, response_bytes integer, created_at timestamptz";
-
-/**
- * The embedded database does its work on a thread of this process (the service's own,
- * unless PGLITE_THREAD), so each row's cost is paid by this process: there the rows go in
- * with a binary COPY (about a third cheaper per row than unpacking a JSON parameter, and
- * cheaper again than COPY's CSV, whose timestamps alone cost more to parse than the rest
- * of the row), then the hourly sums and the spend, in one transaction.
- */
-async function writeEmbedded(client: NonNullable<ReturnType<typeof embeddedClient>>, rows: UsageRow[], keys: string, orgs: string, hourly: string, holder: string | undefined): Promise<void> {
-  const copy = new BinaryCopyWriter(rows.length * 96);
-  for (const r of rows) {
-    // Fields in COLUMNS order, each in its column's type.
-    copy
-      .row(COLUMNS.length)
-      .int4(r.series_id)
-      .text(r.request_id)
-      .int4(r.input_tokens)
-      .int4(r.output_tokens)
-      .numeric(r.cost, COST_SCALE)
-      .int4(r.latency_ms)
-      .int4(r.status)
-      .bool(r.streamed)
-      .int4(r.attempts)
-      .text(r.failed_attempts)
-      .int4(r.cached_tokens)
-      .int4(r.cache_write_tokens)
-      .int4(r.cache_write_1h_tokens)
-      .int4(r.reasoning_tokens)
-      .int4(r.input_audio_tokens)
-      .int4(r.output_audio_tokens)
-      .bool(r.estimated)
-      .text(r.request_body)
-      .text(r.response_body)
-      .int4(r.response_bytes)
-      .timestamptz(r.created_at);
-  }
-  const blob = new Blob([copy.finish()]);
-  await client.transaction(async (tx) => {
-    await tx.query(`copy usage_requests (${COLUMNS.join(", ")}) from '/dev/blob' with (format binary)`, [], { blob });
-    await tx.query(`${ADD_HOURLY[0]}$1${ADD_HOURLY[1]}`, [hourly]);
-    if (keys !== "[]") await tx.query(`with ${KEY_SPEND[0]}$1${KEY_SPEND[1]} ${spendUpdate("k", "api_keys", holder)}`, [keys]);
-    if (orgs !== "[]") await tx.query(`with ${ORG_SPEND[0]}$1${ORG_SPEND[1]} ${spendUpdate("o", "organizations", holder)}`, [orgs]);
-  });
 }
 
 /** A body clipped to `max` characters, storable as text (see clip). */
@@ -495,6 +383,8 @@ function int(n: unknown): number {
  */
 function clip(s: string | undefined): string | undefined {
   if (s === undefined || s === null) return undefined;
-  const t = (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s).toWellFormed();
+  let t = s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) : s;
+  // Checked before converting: toWellFormed copies every string, and these are five per row.
+  if (!t.isWellFormed()) t = t.toWellFormed();
   return t.includes("\0") ? t.replaceAll("\0", "") : t;
 }

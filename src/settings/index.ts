@@ -59,7 +59,7 @@ export const SETTINGS = {
     redisKeyPrefix: text("REDIS_KEY_PREFIX", "gateway:"),
   },
   metering: {
-    flushMs: integer("USAGE_FLUSH_MS", 250, { min: 1 }),
+    flushMs: integer("USAGE_FLUSH_MS", 1000, { min: 1 }),
   },
   /** docs/gateway.md: Usage API and request log. */
   requestLog: {

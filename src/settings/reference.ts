@@ -103,7 +103,7 @@ export const SETTING_GROUPS: SettingGroup[] = [
       RATE_LIMIT_RPM: { default: "`0` (no cap)", meaning: "Platform-wide requests per minute over all keys" },
       REDIS_URL: { default: "unset", meaning: "`redis://` or `rediss://`: shares the rate-limit windows between service processes through Redis/Valkey (in-process when unset)" },
       REDIS_KEY_PREFIX: { default: "`gateway:`", meaning: "Prefix of the Redis keys (several deployments on one Redis)" },
-      USAGE_FLUSH_MS: { default: "`250`", meaning: "How often queued usage rows are written" },
+      USAGE_FLUSH_MS: { default: "`1000`", meaning: "How often queued usage rows are written (sooner at 10,000 queued rows). Each write has a fixed cost on top of its rows (on the embedded database, on the service's own CPU), so writing less often costs less per request" },
       REQUEST_LOG_RETENTION_DAYS: { default: "`30`", meaning: "Request-log rows older than this leave the log (their totals stay, summed per hour); `0` keeps every row" },
       REQUEST_LOG_PRUNE_MS: { default: "`3600000`", meaning: "How often old request-log rows are pruned (also at start)" },
       REQUEST_LOG_BODIES: { default: "`false`", meaning: "`true` stores each request's JSON as sent upstream and each non-streamed answer, clipped. Off by default: prompts are the tenants' data" },

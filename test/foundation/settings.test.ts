@@ -82,7 +82,7 @@ test("the defaults", () => {
   expect(s.agents).toEqual({ leaseMs: 30_000, recoveryMs: 1_000, maxSteps: 50, sandboxIdleMs: 300_000, sandboxTimeoutSec: 3600, streamRecheckMs: 30_000, streamsPerKey: 100, streamsPerOrg: 500, packageRegistries: {}, packageHosts: [] });
   expect([s.sandboxes.network, s.sandboxes.domain]).toEqual(["none", undefined]);
   expect([s.corsOrigins, s.egress.allow, s.events.secretsKey, s.databaseUrl, s.allocator.purgeDelay]).toEqual(["*", [], undefined, undefined, undefined]);
-  expect([s.limits, s.metering.flushMs, s.sandboxes.reaperIntervalMs]).toEqual([{ globalRpm: 0, redisKeyPrefix: "gateway:" }, 250, 1000]);
+  expect([s.limits, s.metering.flushMs, s.sandboxes.reaperIntervalMs]).toEqual([{ globalRpm: 0, redisKeyPrefix: "gateway:" }, 1000, 1000]);
 });
 
 test("every checked variable refuses a value it cannot use, naming itself and what it accepts; secrets are never echoed", () => {
