@@ -9,6 +9,9 @@
 //   (default 10); the slope is a least-squares fit over the samples after the first
 //   quarter (warm-up), in MB per minute.
 // Binaries as in bench/binary.ts (BENCH_BASELINE_BINARY for a before/after).
+// BENCH_ALLOCATOR=defaults (or both) runs the binaries with GATEWAY_ALLOCATOR_TUNING=off
+// as well: mimalloc then gives freed memory back (src/allocator.ts), which shows how much
+// of the resident size is memory freed and kept for reuse.
 import { rmSync } from "node:fs";
 import { binaries, loadAverage, newDataDir, rssMB, startBinary } from "./binary";
 import { children } from "./gateway-targets";
@@ -20,6 +23,9 @@ const SOAK_RATE = Number(process.env.BENCH_SOAK_RATE ?? 100);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 120);
 const SAMPLE_SECONDS = Number(process.env.BENCH_SOAK_SAMPLE_SECONDS ?? 10);
 const CONCURRENCY = 16;
+const ALLOCATOR = process.env.BENCH_ALLOCATOR ?? "tuned";
+if (!["tuned", "defaults", "both"].includes(ALLOCATOR)) throw new Error(`BENCH_ALLOCATOR must be tuned, defaults or both, not '${ALLOCATOR}'`);
+const VARIANTS: { suffix: string; env: Record<string, string> }[] = [...(ALLOCATOR !== "defaults" ? [{ suffix: "", env: {} }] : []), ...(ALLOCATOR !== "tuned" ? [{ suffix: ", allocator defaults", env: { GATEWAY_ALLOCATOR_TUNING: "off" } }] : [])];
 
 type Call = { path: string; body?: object };
 /** The mix, in turn: two chat completions, a streamed one, an embedding, the model list. */
@@ -61,10 +67,10 @@ export async function run() {
   console.log(`load average before: ${loadAverage()}\n`);
   try {
     for (const kind of databases) {
-      for (const binary of binaries()) {
+      for (const [binary, variant] of binaries().flatMap((b) => VARIANTS.map((v) => [b, v] as const))) {
         const database = kind === "postgres" ? await benchDatabase("memory") : undefined;
         const dataDir = newDataDir();
-        const env: Record<string, string> = { OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream.url}/v1`, LOG_LEVEL: "warn", ...(database?.url ? { DATABASE_URL: database.url } : {}) };
+        const env: Record<string, string> = { OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream.url}/v1`, LOG_LEVEL: "warn", ...(database?.url ? { DATABASE_URL: database.url } : {}), ...variant.env };
         const service = await startBinary(binary, dataDir, env);
         try {
           const { key } = await service.waitForKey();
@@ -101,8 +107,8 @@ export async function run() {
           const afterWarmUp = samples.filter(([t]) => t >= SOAK_SECONDS / 4);
           const slope = slopePerMinute(afterWarmUp);
           const label = kind === "embedded" ? "embedded PGlite" : "PostgreSQL";
-          rows.push(`| ${binary.label} | ${label} | ${fmt(idle)} MB | ${fmt(afterLoad)} MB | ${fmt(samples.at(-1)![1])} MB | ${fmt(slope, 2)} MB/min |`);
-          sampleLines.push(`- ${binary.label}, ${label}: ${samples.map(([t, mb]) => `${fmt(t)} s ${fmt(mb)}`).join(", ")}`);
+          rows.push(`| ${binary.label}${variant.suffix} | ${label} | ${fmt(idle)} MB | ${fmt(afterLoad)} MB | ${fmt(samples.at(-1)![1])} MB | ${fmt(slope, 2)} MB/min |`);
+          sampleLines.push(`- ${binary.label}${variant.suffix}, ${label}: ${samples.map(([t, mb]) => `${fmt(t)} s ${fmt(mb)}`).join(", ")}`);
         } finally {
           await service.stop();
           rmSync(dataDir, { recursive: true, force: true });

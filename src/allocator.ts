@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import type { Config } from "./config";
-import { openDatabase } from "./db/client";
 import { createLogger } from "./log";
 
 /**
@@ -41,6 +40,7 @@ export async function restartWithAllocatorTuned(config: Config): Promise<void> {
     const log = createLogger(config.logLevel);
     log.info("creating the embedded database before the service starts", { dataDir: config.dataDir });
     log.flush();
+    const { openDatabase } = await import("./db/client");
     const database = await openDatabase({ url: undefined, dataDir: config.dataDir, ownThread: false, progress: (msg, fields) => (log.info(msg, fields), log.flush()) });
     await database.close();
   }

@@ -11,20 +11,23 @@ import { surfaceScopes } from "./http/surfaces";
 import { restartWithAllocatorTuned } from "./allocator";
 import { type Config, loadConfig } from "./config";
 import { DataDirLockedError } from "./db/data-dir";
-import { openKeyAdmin, ServiceBusyError } from "./keys/admin-client";
-import { routeModules } from "./app";
-import { type McpAllowList, scopesProblem } from "./keys/keys";
-import { startServer } from "./server";
+import type { McpAllowList } from "./keys/keys";
 import { workerCount } from "./workers/count";
-import { runPrimary } from "./workers/primary";
-import { runWorker } from "./workers/worker";
-import { failureLine } from "./startup-failure";
 import { templatesCommand, TEMPLATES_USAGE, TemplatesUsageError } from "./templates/cli";
 import { MCP_USAGE, mcpCommand, McpUsageError } from "./mcp/cli";
 
-const SCOPES = surfaceScopes(routeModules.flatMap((m) => m.surfaces));
+// The service's modules (the route modules, the database client, the key administration)
+// are imported where a command needs them, not here: `serve` replaces its process once
+// before it starts (allocator.ts), and a process that loaded them all only to be replaced
+// made every start load them twice.
 
-const USAGE = `usage:
+/** Every route module's key scopes (for the usage text and `keys create --scopes`). */
+async function allScopes(): Promise<string[]> {
+  const { routeModules } = await import("./app");
+  return surfaceScopes(routeModules.flatMap((m) => m.surfaces));
+}
+
+const usage = async () => `usage:
   gateway [serve]                         run the service (PORT, DATA_DIR, DATABASE_URL, ...)
   gateway orgs create <name> [--spending-limit <usd>] [--spending-period <p>]
                                           create an organization
@@ -37,7 +40,7 @@ const USAGE = `usage:
                       [--spending-limit <usd>] [--spending-period <p>] [--rpm <n>] [--tpm <n>]
                       [--expires-at <ISO date>] [--scopes a,b] [--mcp-servers a,b] [--mcp-tools s__t,...]
                                           create an API key (printed once);
-                                          scopes: ${SCOPES.join(", ")}
+                                          scopes: ${(await allScopes()).join(", ")}
   gateway keys update <key id> [--spending-limit <usd>|none] [--spending-period <p>]
                       [--rpm <n>|none] [--tpm <n>|none] [--mcp-servers a,b|*|none] [--mcp-tools s__t,...]
                                           change a key's limits and MCP allow list (docs/mcp.md)
@@ -60,7 +63,7 @@ let loaded: Config | undefined;
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", sub, ...rest] = argv;
   if (command === "help" || command === "--help" || command === "-h") {
-    console.log(USAGE);
+    console.log(await usage());
     return 0;
   }
   const config = (loaded = loadConfig());
@@ -70,6 +73,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "worker") {
     // Started by `serve` (workers/primary.ts): not a command for people, so not in USAGE.
+    const { runWorker } = await import("./workers/worker");
     await runWorker(config, Number(sub), Number(rest[0] ?? 0));
     return -1;
   }
@@ -77,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
     await restartWithAllocatorTuned(config);
     const workers = workerCount(config);
     if (workers > 1) {
+      const { runPrimary } = await import("./workers/primary");
       await runPrimary(config, workers);
       return -1;
     }
@@ -84,6 +89,10 @@ async function main(argv: string[]): Promise<number> {
     // first key's bootstrap) lets it finish starting, then stops it the same graceful way,
     // instead of killing it half-way. (Not before the restart above: a signal caught there
     // would be lost with the process image it was caught in.)
+    // The embedded database's WebAssembly compiles on the engine's own threads while the
+    // service's modules load (its open awaits the same compilation, db/pglite-assets.ts).
+    if (!config.databaseUrl && !config.pgliteThread) void import("./db/pglite-assets").then((m) => m.pgliteAssets(false)).catch(() => {});
+    const { startServer } = await import("./server");
     let server: Awaited<ReturnType<typeof startServer>> | undefined;
     let received: string | undefined;
     // Runs once: from the first signal when the service is up, or after start-up when the
@@ -132,7 +141,8 @@ async function main(argv: string[]): Promise<number> {
   }
 
   // Checked before anything is opened, so a typo costs nothing.
-  const scopes = command === "keys" && sub === "create" ? scopesFlag(rest) : undefined;
+  const scopes = command === "keys" && sub === "create" ? await scopesFlag(rest) : undefined;
+  const { openKeyAdmin } = await import("./keys/admin-client");
   const admin = await openKeyAdmin(config);
   try {
     switch (`${command} ${sub ?? ""}`.trim()) {
@@ -265,10 +275,11 @@ const KEY_CREATE_OPTIONS = {
   scopes: { type: "string" },
 } as const;
 
-function scopesFlag(args: string[]): string[] {
+async function scopesFlag(args: string[]): Promise<string[]> {
   const { values } = parseArgs({ args, options: KEY_CREATE_OPTIONS });
   const scopes = values.scopes ? values.scopes.split(",").map((s) => s.trim()).filter(Boolean) : [];
-  const problem = scopesProblem(scopes, SCOPES);
+  const { scopesProblem } = await import("./keys/keys");
+  const problem = scopesProblem(scopes, await allScopes());
   if (problem) throw new UsageError(`--scopes: ${problem}`);
   return scopes;
 }
@@ -312,13 +323,16 @@ main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exit(code);
   },
-  (err) => {
+  async (err) => {
+    // Loaded here (see the top of this file); should that fail, the error is still shown.
+    const explain = await Promise.all([import("./startup-failure"), import("./keys/admin-client")]).catch(() => undefined);
+    const ServiceBusyError = explain?.[1].ServiceBusyError;
     // One line saying what to do; the stack only for those who asked for it.
-    if (err instanceof UsageError) console.error(`error: ${err.message}\n\n${USAGE}`);
-    else console.error(failureLine(err, loaded));
+    if (err instanceof UsageError) console.error(`error: ${err.message}\n\n${await usage().catch(() => "")}`);
+    else console.error(explain ? explain[0].failureLine(err, loaded) : String(err));
     if (loaded?.logLevel === "debug") console.error(err);
     // 2: the command cannot run as given or now (usage, a busy data directory); 1: it failed.
-    const cannotRun = err instanceof UsageError || err instanceof DataDirLockedError || err instanceof ServiceBusyError;
+    const cannotRun = err instanceof UsageError || err instanceof DataDirLockedError || (ServiceBusyError !== undefined && err instanceof ServiceBusyError);
     process.exit(cannotRun ? 2 : 1);
   },
 );

@@ -1,4 +1,5 @@
-import { importPKCS8, SignJWT } from "jose";
+/** jose (JWT signing) is loaded by the first token minted: only Vertex AI with a service account needs it. */
+const loadJose = () => import("jose");
 
 /**
  * OAuth access tokens for a Google service account: a JWT assertion signed with the
@@ -61,6 +62,7 @@ export class ServiceAccountTokens {
   }
 
   private async mint(): Promise<string> {
+    const { importPKCS8, SignJWT } = await loadJose();
     this.key ??= importPKCS8(this.account.private_key, "RS256");
     const now = Math.floor(Date.now() / 1000);
     const assertion = await new SignJWT({ scope: CLOUD_PLATFORM_SCOPE })

@@ -2,8 +2,6 @@ import { existsSync, mkdirSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
-import postgres from "postgres";
 import { lockDataDir, restrictTree } from "./data-dir";
 import { registerDatabase } from "./faults";
 import { migrate } from "./migrate";
@@ -57,13 +55,15 @@ export interface OpenOptions {
 
 /** Opens the database and applies the embedded migrations before returning. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.url ? openPostgres(opts.url) : await openPglite(opts);
+  const database = opts.url ? await openPostgres(opts.url) : await openPglite(opts);
   await withProgress(opts.progress, "applying database migrations", () => migrate(database.db));
   return database;
 }
 
-function openPostgres(url: string): Database {
+async function openPostgres(url: string): Promise<Database> {
   registerDatabase({ port: serverPort(url) });
+  // The PostgreSQL client is loaded only for a server: an embedded database never uses it.
+  const [{ default: postgres }, { drizzle: drizzlePostgres }] = await Promise.all([import("postgres"), import("drizzle-orm/postgres-js")]);
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
   const db = drizzlePostgres(client, { schema }) as unknown as Db;
   return {

@@ -1,5 +1,3 @@
-import { createConnectRouter, createContextValues } from "@connectrpc/connect";
-import { type UniversalHandler, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { requestContext } from "../http/core";
@@ -8,15 +6,11 @@ import type { Logger } from "../log";
 import type { SandboxNetworks } from "../sandboxes/network-service";
 import { type SandboxService, stillRunning } from "../sandboxes/service";
 import type { AccessTokens } from "./access-token";
-import { apiErrors, DROP_STREAM, SANDBOX, type SandboxRef } from "./context";
+import type { SandboxRef } from "./context";
+import type { EnvdRpc } from "./envd-rpc";
 import { filesHttp } from "./files-http";
-import { filesystemService } from "./filesystem-service";
-import { Watchers } from "./fs-watch";
-import { Filesystem } from "./gen/filesystem_pb";
-import { Process } from "./gen/process_pb";
 import type { Interpreter } from "./interpreter-http";
 import { proxyHttp, proxyWebSocket } from "./port-proxy";
-import { processService } from "./process-service";
 import type { ProcessTable } from "./processes";
 
 /** envd's port and the code interpreter's, as the SDKs send them in `E2b-Sandbox-Port`. */
@@ -25,6 +19,9 @@ export const INTERPRETER_PORT = "49999";
 
 /** The streams that end with a process, and so drop when its sandbox dies (process-service.ts). */
 const DROPPABLE = new Set(["/process.Process/Start", "/process.Process/Connect"]);
+
+/** The paths of envd's Connect services (envd-rpc.ts), known before that module is loaded. */
+const RPC_PATH = /^\/(process\.Process|filesystem\.Filesystem)\//;
 
 export interface DataPlaneDeps {
   sandboxes: SandboxService;
@@ -61,14 +58,13 @@ export interface PortAddress {
  *   then the traffic token (`E2b-Traffic-Access-Token`) or the envd token, else 403.
  */
 export class DataPlane {
-  private readonly rpc: Map<string, UniversalHandler>;
+  private rpcLoaded: Promise<EnvdRpc> | undefined;
 
-  constructor(private readonly d: DataPlaneDeps) {
-    // Threat: a message that is small on the wire and large in memory; the body limit applies to each message.
-    const router = createConnectRouter({ interceptors: [apiErrors], readMaxBytes: d.bodyLimit });
-    router.service(Process, processService(d.processes));
-    router.service(Filesystem, filesystemService(d.sandboxes, new Watchers()));
-    this.rpc = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  constructor(private readonly d: DataPlaneDeps) {}
+
+  /** envd's Connect services, loaded on the first call to one (envd-rpc.ts says why). */
+  private rpc(): Promise<EnvdRpc> {
+    return (this.rpcLoaded ??= import("./envd-rpc").then((m) => new m.EnvdRpc(this.d)));
   }
 
   /** One request; errors in envd's `{code, message}` shape. */
@@ -90,7 +86,8 @@ export class DataPlane {
   }
 
   private async envd(request: Request, path: string, sandboxId: string): Promise<Response> {
-    const rpcHandler = this.rpc.get(path);
+    const rpc = RPC_PATH.test(path) ? await this.rpc() : undefined;
+    const rpcHandler = rpc?.has(path) ? rpc : undefined;
     const token = request.headers.get("x-access-token") ?? request.headers.get("e2b-traffic-access-token");
     let organizationId = sandboxId ? await this.d.tokens.verify(sandboxId, token) : undefined;
     const url = new URL(request.url);
@@ -103,10 +100,8 @@ export class DataPlane {
     if (rpcHandler) {
       const refused = unsupportedEncoding(request);
       if (refused) return refused;
-      const ureq = universalServerRequestFromFetch(request, {});
       const drop = dropSwitch();
-      ureq.contextValues = createContextValues().set(SANDBOX, ref).set(DROP_STREAM, drop.trigger);
-      const res = universalServerResponseToFetch(await rpcHandler(ureq));
+      const res = await rpcHandler.call(path, request, ref, drop.trigger);
       return DROPPABLE.has(path) ? drop.wrap(res) : res;
     }
     if (path === "/health") {

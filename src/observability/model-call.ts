@@ -1,6 +1,11 @@
-import { type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import type { Span, SpanKind as Kind, SpanStatusCode as StatusCode } from "@opentelemetry/api";
 import type { AttemptOutcome, Metrics } from "./metrics";
 import type { RequestSpan, Tracing } from "./tracing";
+
+// OpenTelemetry's enum values as constants: the API package is loaded with tracing
+// (wiring.ts), not by every service for the values of three enum members.
+const SpanKind = { INTERNAL: 0 as Kind.INTERNAL, CLIENT: 2 as Kind.CLIENT };
+const SpanStatusCode = { ERROR: 2 as StatusCode.ERROR };
 
 /** What a model call tells the observers about itself (a subset of the gateway's Call). */
 export interface ModelCallInfo {

@@ -3,10 +3,10 @@ import type { UsageRecord } from "../metering";
 import type { Services } from "../services";
 import type { Settings } from "../settings";
 import { registerCollectors } from "./collectors";
-import { Metrics } from "./metrics";
+import type { Metrics } from "./metrics";
 import { Observability } from "./observability";
 import { otlpSettings } from "./otlp-config";
-import { Tracing } from "./tracing";
+import type { Tracing } from "./tracing";
 
 export { Observability } from "./observability";
 export type { ModelCallObservation, UpstreamAttempt } from "./model-call";
@@ -28,6 +28,14 @@ export function metricsSettings(o: Settings["observability"]): MetricsSettings |
   return { token, port, maxModels: o.metricsMaxModels, maxOrganizations: o.metricsMaxOrganizations };
 }
 
+/**
+ * prom-client and the OpenTelemetry SDK (with its exporter) are loaded only when metrics or
+ * tracing is configured: together some 20 MB of a process's memory that a service with
+ * both off never uses. Synchronous (`require`): the service is built synchronously, once.
+ */
+const loadMetrics = (): typeof Metrics => (require("./metrics") as typeof import("./metrics")).Metrics;
+const loadTracing = (): typeof Tracing => (require("./tracing") as typeof import("./tracing")).Tracing;
+
 const built = new WeakMap<Services, Observability | null>();
 
 /**
@@ -42,8 +50,8 @@ export function observabilityFor(s: Services): Observability | undefined {
   const otlp = otlpSettings(s.config.observability);
   let o: Observability | null = null;
   if (ms || otlp) {
-    const metrics = ms ? new Metrics(ms) : undefined;
-    const tracing = otlp ? new Tracing(otlp) : undefined;
+    const metrics = ms ? new (loadMetrics())(ms) : undefined;
+    const tracing = otlp ? new (loadTracing())(otlp) : undefined;
     if (tracing) s.onShutdown.push(() => tracing.shutdown());
     const plugins = new Map(s.registry.instancesOf("model").map((i) => [i.name, i.plugin.definition.name] as const));
     o = new Observability(metrics, tracing, plugins);
