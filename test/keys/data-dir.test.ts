@@ -82,7 +82,7 @@ test("the CLI beside the running service goes through it: the key it prints work
 
   const bad = cli(["keys", "create", "--org", "default", "--name", "x", "--scopes", "models,bogus"]);
   expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain('unknown scope "bogus"; valid scopes: agents, events, models, sandboxes, usage');
+  expect(bad.stderr).toContain('unknown scope "bogus"; valid scopes: agents, events, mcp, models, sandboxes, usage');
 }, 120_000);
 
 test("a second serve on the same DATA_DIR is refused with exit code 2 and says what to do", async () => {
