@@ -128,7 +128,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
     .use(requestContext)
     .post("/sandboxes", async ({ auth, body, set }) => ((set.status = 201), create(auth.organizationId, body)), { body: createBody, detail: hide })
     .post("/v2/sandboxes", async ({ auth, body, set }) => ((set.status = 201), create(auth.organizationId, body)), { body: createBody, detail: hide })
-    .get("/sandboxes", async ({ auth, query }) => filterRows(await sandboxes.list(auth.organizationId, "running"), query.metadata).map(detail), {
+    .get("/sandboxes", async ({ auth, query }) => Promise.all(filterRows(await sandboxes.list(auth.organizationId, "running"), query.metadata).map(detail)), {
       query: t.Object({ metadata: t.Optional(t.String()) }),
       detail: hide,
     })
@@ -155,7 +155,7 @@ export function e2bControlRoutes(sandboxes: SandboxService, networks: SandboxNet
         const page = rows.slice(0, limit);
         if (rows.length > limit) set.headers["x-next-token"] = page[page.length - 1].id;
         set.headers["x-total-running"] = String(rows.filter((r) => r.status === "running").length);
-        return page.map(detail);
+        return Promise.all(page.map(detail));
       },
       {
         query: t.Object({
