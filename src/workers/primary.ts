@@ -31,6 +31,8 @@ export async function runPrimary(config: Config, count: number): Promise<void> {
   const nodeKey = randomBytes(32).toString("hex");
   const slots: Slot[] = [];
   let stopping = false;
+  /** Until the sandbox-node worker is ready: its failure then ends the service instead of a restart. */
+  let starting = true;
   let rolling: Promise<void> | undefined;
 
   const spawn = (index: number): Slot => {
@@ -60,7 +62,7 @@ export async function runPrimary(config: Config, count: number): Promise<void> {
   /** A worker that ended on its own (not stopped, not replaced) is started again, later after quick crashes. */
   const crashes = new Map<number, number>();
   const onExit = (slot: Slot, code: number | null, signal: string | null) => {
-    if (stopping || slots[slot.index] !== slot || slot.replaced) return;
+    if (stopping || slots[slot.index] !== slot || slot.replaced || (starting && slot.index === 0)) return;
     const quick = performance.now() - slot.startedAt < 10_000;
     const n = quick ? (crashes.get(slot.index) ?? 0) + 1 : 0;
     crashes.set(slot.index, n);
@@ -142,9 +144,20 @@ export async function runPrimary(config: Config, count: number): Promise<void> {
   // The node first, alone: migrations and the first key's bootstrap run once.
   slots[0] = spawn(0);
   const nodePid = await withTimeout(slots[0].ready, 300_000, "the sandbox-node worker did not become ready").catch(async (e) => {
-    await stopAll("start-up failure");
-    throw e;
+    stopping = true;
+    const node = slots[0];
+    if (node.proc.exitCode === null) {
+      node.proc.kill("SIGKILL");
+      await node.exited;
+      throw e;
+    }
+    // It failed to start (a bad setting, an unreachable database) and said why on stderr,
+    // in one line: the service ends as a single process would, with its exit code and
+    // nothing added.
+    log.flush();
+    process.exit(node.proc.exitCode || 1);
   });
+  starting = false;
   log.info("worker ready", { worker: 0, role: roleOf(0), pid: nodePid });
   for (let i = 1; i <= count; i++) slots[i] = spawn(i);
   for (let i = 1; i <= count; i++) {
