@@ -2,6 +2,7 @@
  * `gateway mcp ...`: a client of a running service's MCP server API (`/mcp/servers`),
  * with an organization key allowed every server (`--mcp-servers '*'`).
  */
+import { serviceClient } from "../http/service-client";
 import { parseArgs } from "node:util";
 
 export const MCP_USAGE = `  gateway mcp add <name> <server url> [--header 'Name: value']... [--header-env 'Name: ENV_VAR']...
@@ -30,7 +31,7 @@ export async function mcpCommand(sub: string | undefined, args: string[], defaul
   const { values, positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true });
   const key = values["api-key"];
   if (!key) throw new McpUsageError("mcp commands need --api-key (a key of the organization allowed every MCP server)");
-  const api = client(values.url ?? defaultUrl, key);
+  const api = serviceClient(values.url ?? defaultUrl, key);
   switch (sub) {
     case "list":
       console.log(JSON.stringify(await api("GET", "/mcp/servers"), null, 2));
@@ -76,28 +77,3 @@ function headerPair(h: string): [string, string] {
   return [h.slice(0, at).trim(), h.slice(at + 1).trim()];
 }
 
-type Api = (method: string, path: string, body?: unknown) => Promise<unknown>;
-
-function client(base: string, key: string): Api {
-  const root = base.replace(/\/+$/, "");
-  return async (method, path, body) => {
-    const res = await fetch(root + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }).catch((e) => {
-      throw new Error(`cannot reach the service at ${root}: ${e instanceof Error ? e.message : e}`);
-    });
-    const text = await res.text();
-    if (!res.ok) {
-      let message = text.slice(0, 500);
-      try {
-        message = (JSON.parse(text) as { error?: string }).error ?? message;
-      } catch {
-        // not JSON: keep the text
-      }
-      throw new Error(`${method} ${path}: ${res.status} ${message}`);
-    }
-    return text ? JSON.parse(text) : null;
-  };
-}

@@ -4,6 +4,7 @@
  * uploads each source's files once by content hash (as a tar made by GNU tar), starts the
  * build and prints its log as it comes, and exits 0 when the template is ready.
  */
+import { answerMessage, type ServiceApi, serviceClient } from "../http/service-client";
 import { createHash } from "node:crypto";
 import { lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,7 +48,7 @@ export async function templatesCommand(sub: string | undefined, args: string[], 
   }
   const key = values["api-key"];
   if (!key) throw new TemplatesUsageError("templates commands need --api-key (a key of the organization the template belongs to)");
-  const api = client(values.url ?? defaultUrl, key);
+  const api = serviceClient(values.url ?? defaultUrl, key);
   switch (sub) {
     case "list":
       console.log(JSON.stringify(await api("GET", "/templates"), null, 2));
@@ -64,39 +65,13 @@ export async function templatesCommand(sub: string | undefined, args: string[], 
   }
 }
 
-type Api = (method: string, path: string, body?: unknown) => Promise<any>;
-
-function client(base: string, key: string): Api {
-  const root = base.replace(/\/+$/, "");
-  return async (method, path, body) => {
-    const res = await fetch(root + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }).catch((e) => {
-      throw new Error(`cannot reach the service at ${root}: ${e instanceof Error ? e.message : e}`);
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${safeMessage(text)}`);
-    return text ? JSON.parse(text) : null;
-  };
-}
-
-function safeMessage(text: string): string {
-  try {
-    return JSON.parse(text).message ?? text;
-  } catch {
-    return text.slice(0, 500);
-  }
-}
-
 function shipped(name: string | undefined): ShippedTemplate {
   const names = Object.keys(SHIPPED_TEMPLATES).join(", ");
   if (!name || !Object.hasOwn(SHIPPED_TEMPLATES, name)) throw new TemplatesUsageError(`name a shipped template: ${names}`);
   return SHIPPED_TEMPLATES[name]!;
 }
 
-async function build(api: Api, values: { file?: string; shipped?: string; name?: string; tag?: string[]; "build-arg"?: string[]; "no-cache"?: boolean; url?: string }, contextArg: string | undefined): Promise<number> {
+async function build(api: ServiceApi, values: { file?: string; shipped?: string; name?: string; tag?: string[]; "build-arg"?: string[]; "no-cache"?: boolean; url?: string }, contextArg: string | undefined): Promise<number> {
   if (!values.file === (values.shipped === undefined)) throw new TemplatesUsageError("templates build needs -f <Dockerfile> or --shipped <name> (one of them)");
   // A shipped template's Dockerfile copies no files: it needs no context.
   const dockerfilePath = values.file ? resolve(values.file) : undefined;
@@ -207,7 +182,7 @@ async function upload(context: string, entries: string[], url: string): Promise<
     const code = await p.exited;
     if (code !== 0) throw new Error(`tar failed: ${await new Response(p.stderr).text()}`);
     const res = await fetch(url, { method: "PUT", body: Bun.file(tar) });
-    if (!res.ok) throw new Error(`upload failed: ${res.status} ${safeMessage(await res.text())}`);
+    if (!res.ok) throw new Error(`upload failed: ${res.status} ${answerMessage(await res.text())}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
