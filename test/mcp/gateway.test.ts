@@ -108,7 +108,7 @@ describe("MCP servers of an organization", () => {
   test("bad input gets clear 400s and a duplicate name 409", async () => {
     expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "a__b", url: docs.url })).status).toBe(400);
     expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: "ftp://example.com/mcp" })).status).toBe(400);
-    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: "http://10.1.2.3/mcp" })).json.error).toContain("not a public address");
+    expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: "http://192.0.2.1/mcp" })).json.error).toContain("not a public address");
     expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "x", url: docs.url, headers: { host: "evil" } })).status).toBe(400);
     expect((await admin("POST", `/admin/mcp-servers`, { organizationId: org, name: "docs", url: docs.url })).status).toBe(409);
     expect((await admin("POST", `/admin/mcp-servers`, { organizationId: "org_nope", name: "x", url: docs.url })).status).toBe(404);
