@@ -115,3 +115,43 @@ export async function benchDatabase(part: string): Promise<{ url?: string; label
     },
   };
 }
+
+/**
+ * A sandbox command (`echo hi`) sent straight to the process that runs the sandbox and
+ * through one that forwards it there, in alternating blocks of `perRound` after a warm-up;
+ * prints the two rows of p50 and p99 (ms) and the p50 the forwarding adds. The caller prints
+ * the table's head. The sandbox is created through `localUrl` and removed at the end.
+ */
+export async function localVersusForwardedExec(o: { localUrl: string; forwardedUrl: string; key: string; rounds: number; perRound: number; localLabel: string; forwardedLabel: string }): Promise<void> {
+  const call = async (url: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${o.key}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  };
+  const id = (await call(o.localUrl, "POST", "/sandboxes", { templateID: "base" })).sandboxID;
+  const exec = async (url: string, into: number[]) => {
+    const t0 = performance.now();
+    const r = await call(url, "POST", `/sandboxes/${id}/processes`, { cmd: "echo", args: ["hi"] });
+    into.push(performance.now() - t0);
+    if (r.stdout !== "hi\n") throw new Error("wrong output");
+  };
+  // Warm-up: connections, caches, the forwarding process's lookup of the sandbox's node.
+  for (let i = 0; i < 10; i++) {
+    await exec(o.localUrl, []);
+    await exec(o.forwardedUrl, []);
+  }
+  const local: number[] = [];
+  const forwarded: number[] = [];
+  for (let r = 0; r < o.rounds; r++) {
+    for (let i = 0; i < o.perRound; i++) await exec(o.localUrl, local);
+    for (let i = 0; i < o.perRound; i++) await exec(o.forwardedUrl, forwarded);
+  }
+  await call(o.localUrl, "DELETE", `/sandboxes/${id}`);
+  local.sort((a, b) => a - b);
+  forwarded.sort((a, b) => a - b);
+  const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
+  console.log(`| ${o.localLabel} | ${p(local, 50)} | ${p(local, 99)} |`);
+  console.log(`| ${o.forwardedLabel} | ${p(forwarded, 50)} | ${p(forwarded, 99)} |`);
+  console.log(`| added by forwarding (p50 difference) | ${fmt(percentile(forwarded, 50) - percentile(local, 50), 2)} | |`);
+}

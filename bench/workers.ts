@@ -17,7 +17,7 @@ import postgres from "postgres";
 import { openDatabase } from "../src/db/client";
 import { KeyRepository } from "../src/keys/keys";
 import { children, collect, freePort, median, root, scratch, type Target, waitForHttp, wrkPost } from "./gateway-targets";
-import { fmt, percentile, startChild } from "./lib";
+import { fmt, localVersusForwardedExec, startChild } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const TP_ROUNDS = Number(process.env.BENCH_TP_ROUNDS ?? 4);
@@ -140,38 +140,9 @@ async function forwardedExec(databaseUrl: string, upstream: string, key: string,
     const nodePort = listeningPorts(tree(svc.pid)).find((p) => p !== Number(new URL(svc.url).port));
     if (!nodePort) throw new Error("the sandbox-node process's port was not found");
     const nodeUrl = `http://127.0.0.1:${nodePort}`;
-    const call = async (url: string, method: string, path: string, payload?: unknown) => {
-      const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(payload ? { "content-type": "application/json" } : {}) }, body: payload ? JSON.stringify(payload) : undefined });
-      const text = await res.text();
-      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : undefined;
-    };
-    const id = (await call(svc.url, "POST", "/sandboxes", { templateID: "base" })).sandboxID;
-    const exec = async (url: string, into: number[]) => {
-      const t0 = performance.now();
-      const r = await call(url, "POST", `/sandboxes/${id}/processes`, { cmd: "echo", args: ["hi"] });
-      into.push(performance.now() - t0);
-      if (r.stdout !== "hi\n") throw new Error("wrong output");
-    };
-    for (let i = 0; i < 10; i++) {
-      await exec(nodeUrl, []);
-      await exec(svc.url, []);
-    }
-    const local: number[] = [];
-    const forwarded: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      for (let i = 0; i < perRound; i++) await exec(nodeUrl, local);
-      for (let i = 0; i < perRound; i++) await exec(svc.url, forwarded);
-    }
-    await call(svc.url, "DELETE", `/sandboxes/${id}`);
-    local.sort((a, b) => a - b);
-    forwarded.sort((a, b) => a - b);
-    const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
     console.log(`\n| sandbox command (\`echo hi\`), WORKERS=2, ${rounds} x ${perRound} alternating | p50 ms | p99 ms |`);
     console.log("|---|---:|---:|");
-    console.log(`| to the sandbox-node process's port (local) | ${p(local, 50)} | ${p(local, 99)} |`);
-    console.log(`| through PORT (a service worker forwards it) | ${p(forwarded, 50)} | ${p(forwarded, 99)} |`);
-    console.log(`| added by forwarding (p50 difference) | ${fmt(percentile(forwarded, 50) - percentile(local, 50), 2)} | |`);
+    await localVersusForwardedExec({ localUrl: nodeUrl, forwardedUrl: svc.url, key, rounds, perRound, localLabel: "to the sandbox-node process's port (local)", forwardedLabel: "through PORT (a service worker forwards it)" });
   } finally {
     await svc.stop();
   }
