@@ -1,10 +1,11 @@
 // Database-independent: the console's pages in a browser; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { LLMock } from "@copilotkit/aimock";
 import OpenAI from "openai";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
+import { consolePage } from "./browser";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 import { startUsageUpstream, vendorEnv } from "../metering/fixture";
 
@@ -14,7 +15,6 @@ type HTMLInputElement = { value: string; labels?: unknown[] };
 
 // The console in a real headless Chromium (Debian package `chromium`), with every request
 // to anything but the service refused and recorded: the console must work offline.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARTIFACTS = join(import.meta.dir, "..", "..", "test-artifacts", "console");
 
 let mock: LLMock;
@@ -22,29 +22,15 @@ let svc: TestService;
 let browser: Browser;
 let page: Page;
 let org: string;
-const refused: string[] = [];
+let refused: string[] = [];
 const dialogs: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install the Debian package 'chromium' (apt-get install -y chromium)`);
   mkdirSync(ARTIFACTS, { recursive: true });
   mock = await startUsageUpstream();
   svc = await startTestService({ ...vendorEnv(mock), USAGE_FLUSH_MS: "50" });
   org = await svc.org("acme");
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"],
-  });
-  page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
-  await page.setRequestInterception(true);
-  page.on("request", (req) => {
-    const url = req.url();
-    if (url.startsWith("data:") || url === svc.url || url.startsWith(`${svc.url}/`)) return void req.continue();
-    refused.push(url);
-    void req.abort("internetdisconnected");
-  });
+  ({ browser, page, refused } = await consolePage(svc.url, { width: 1280, height: 900 }));
   // The console asks before revoking or killing: accept, and remember what was asked.
   page.on("dialog", (d) => {
     dialogs.push(d.message());

@@ -1,8 +1,9 @@
 // Database-independent: the console's gateway pages in a browser; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
+import { consolePage } from "./browser";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 import { accessibilityProblems } from "./a11y";
 import { FALL_BACK, type FallbackUpstreams, startFallbackUpstreams, UPSTREAM_SECRETS } from "./fixture";
@@ -14,7 +15,6 @@ declare const getComputedStyle: any;
 // The overview, providers and models, playground, request log and organizations pages in
 // a real headless Chromium (Debian package `chromium`), as the admin and with an
 // organization key; every request to anything but the service is refused and recorded.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARTIFACTS = join(import.meta.dir, "..", "..", "test-artifacts", "console");
 const VIEWPORTS = { desktop: { width: 1440, height: 900 }, phone: { width: 390, height: 844 } };
 
@@ -26,10 +26,9 @@ let acme: string;
 let acmeKey: { key: string; id: string };
 let otherKey: { key: string; id: string };
 let acmeBatchKey: { key: string; id: string };
-const refused: string[] = [];
+let refused: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install the Debian package 'chromium' (apt-get install -y chromium)`);
   mkdirSync(ARTIFACTS, { recursive: true });
   up = await startFallbackUpstreams();
   svc = await startTestService({ CONFIG_FILE: up.configFile, USAGE_FLUSH_MS: "50", REQUEST_LOG_BODIES: "true" });
@@ -37,20 +36,7 @@ beforeAll(async () => {
   acmeKey = await svc.key(acme, { name: "acme-backend" });
   acmeBatchKey = await svc.key(acme, { name: "acme-batch" });
   otherKey = await svc.key(await svc.org("globex"), { name: "globex-app" });
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"],
-  });
-  page = await browser.newPage();
-  await page.setViewport(VIEWPORTS.desktop);
-  await page.setRequestInterception(true);
-  page.on("request", (req) => {
-    const url = req.url();
-    if (url.startsWith("data:") || url === svc.url || url.startsWith(`${svc.url}/`)) return void req.continue();
-    refused.push(url);
-    void req.abort("internetdisconnected");
-  });
+  ({ browser, page, refused } = await consolePage(svc.url, VIEWPORTS.desktop));
 }, 300_000);
 
 afterAll(async () => {

@@ -1,12 +1,13 @@
 // Database-independent: the console's workload pages in a browser; the PostgreSQL pass of npm test leaves it out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { LLMock } from "@copilotkit/aimock";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
+import { consolePage } from "./browser";
 import { modelEnv, requireBubblewrap, sdk, startModel } from "../agents/helpers";
 import { type Receiver, startReceiver } from "../events/receiver";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
@@ -20,7 +21,6 @@ type HTMLInputElement = { value: string };
 // deployments, skills and templates) in a real headless Chromium, signed in with an
 // organization key, against a real local sandbox, a mock model upstream and a webhook
 // receiver on loopback. Every request to anything but the service is refused and recorded.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARTIFACTS = join(import.meta.dir, "..", "..", "test-artifacts", "console");
 const SIZES = [
   { name: "desktop", width: 1440, height: 900 },
@@ -39,12 +39,11 @@ let receiver: Receiver;
 let scratch: string;
 let releaseTurn: () => void = () => {};
 const turnReleased = new Promise<void>((r) => (releaseTurn = r));
-const refused: string[] = [];
+let refused: string[] = [];
 const dialogs: string[] = [];
 const a11y: Record<string, string[]> = {};
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install the Debian package 'chromium' (apt-get install -y chromium)`);
   requireBubblewrap();
   mkdirSync(ARTIFACTS, { recursive: true });
   scratch = mkdtempSync(join(tmpdir(), "console-workloads-"));
@@ -60,20 +59,7 @@ beforeAll(async () => {
   key = (await svc.key(orgId)).key;
   client = sdk(svc, key);
   receiver = startReceiver();
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"],
-  });
-  page = await browser.newPage();
-  await page.setViewport({ width: 1440, height: 900 });
-  await page.setRequestInterception(true);
-  page.on("request", (req) => {
-    const url = req.url();
-    if (url.startsWith("data:") || url.startsWith(`blob:${svc.url}/`) || url === svc.url || url.startsWith(`${svc.url}/`)) return void req.continue();
-    refused.push(url);
-    void req.abort("internetdisconnected");
-  });
+  ({ browser, page, refused } = await consolePage(svc.url, { width: 1440, height: 900 }));
   page.on("dialog", (d) => {
     dialogs.push(d.message());
     void d.accept();
