@@ -34,7 +34,7 @@ import type { Candidate } from "./router";
  *   provider's credentials only; no client header but `OpenAI-Beta` goes upstream.
  */
 const MAX_BUFFERED = 4 * 1024 * 1024;
-export const MAX_SESSIONS_PER_ORG = 100;
+const MAX_SESSIONS_PER_ORG = 100;
 const MAX_SESSION_MS = 60 * 60 * 1000;
 const open = new Map<string, number>();
 
@@ -84,7 +84,7 @@ async function connectUpstream(g: Gateway, inc: Incoming, candidates: Candidate[
       last = timedOut ? `provider ${c.provider} did not open its Realtime socket within ${timeoutMs} ms` : `provider ${c.provider} refused or could not open its Realtime socket`;
     }
   }
-  throw new ApiError(status === 503 ? 503 : status, last);
+  throw new ApiError(status, last);
 }
 
 function opened(ws: WebSocket, timeoutMs: number, signal: AbortSignal): Promise<WebSocket> {
