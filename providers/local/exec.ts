@@ -31,6 +31,8 @@ export interface RunResult {
 
 /** How long to keep collecting output after the command exited, when a background child still holds the pipe. */
 const DRAIN_AFTER_EXIT_MS = 25;
+/** The longest wait for end-of-file once nothing of the command's session is left (a `setsid` daemon may still hold the pipe). */
+const EOF_AFTER_EXIT_MAX_MS = 1_000;
 
 export async function runCaptured(opts: RunOptions): Promise<RunResult> {
   const proc = Bun.spawn(opts.argv, {
@@ -63,11 +65,7 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
   clearTimeout(timer);
   opts.signal?.removeEventListener("abort", cancel);
   if (killing) await killing;
-  // A background process started by the command keeps the pipes open. We stop waiting
-  // for end-of-file shortly after the command exits but keep draining (and dropping)
-  // in the background up to the output cap, so a background process that writes a
-  // little does not die of SIGPIPE.
-  await Promise.race([Promise.all([out.done, err.done]), Bun.sleep(DRAIN_AFTER_EXIT_MS)]);
+  await outputSettled(Promise.all([out.done, err.done]), proc.pid, opts.pidNs);
   const exitCode = proc.exitCode ?? 128 + signalNumber(proc.signalCode === null ? null : String(proc.signalCode));
   return {
     stdout: out.take(),
@@ -78,6 +76,32 @@ export async function runCaptured(opts: RunOptions): Promise<RunResult> {
     timedOut,
     cancelled,
   };
+}
+
+/**
+ * Waits, after the command exited, until its output is read. A background process
+ * started by the command keeps the pipes open: we stop waiting for end-of-file shortly
+ * after the exit but keep draining (and dropping) in the background up to the output
+ * cap, so a background process that writes a little does not die of SIGPIPE. That
+ * short wait is wall-clock time, and on a busy host the last bytes can still sit
+ * unread in the pipe when it ends; so when nothing of the command's session is left
+ * (no writer can remain but a daemon that left the session), end-of-file is on its way
+ * and we wait for it, bounded.
+ */
+async function outputSettled(eof: Promise<unknown>, hostPid: number, pidNs: string): Promise<void> {
+  const within = (ms: number) => Promise.race([eof.then(() => true), Bun.sleep(ms).then(() => false)]);
+  if (await within(DRAIN_AFTER_EXIT_MS)) return;
+  if (sessionLeft(hostPid, pidNs)) return;
+  await within(EOF_AFTER_EXIT_MAX_MS);
+}
+
+/** Whether a process of the command's session (it ran as session leader `hostPid`) is still alive in the sandbox. */
+function sessionLeft(hostPid: number, pidNs: string): boolean {
+  return pidsInNamespace(pidNs).some((pid) => {
+    const stat = procStat(pid);
+    // A zombie holds no file descriptors, so no pipe either.
+    return stat?.session === hostPid && stat.state !== "Z";
+  });
 }
 
 /**
