@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LLMock } from "@copilotkit/aimock";
 import fc from "fast-check";
 import { startUpstream, vendorEnv } from "../gateway/helpers";
-import { requestWithHealthProbe } from "../helpers/child-request";
+import { requestWithHealthProbe, STALL_MS } from "../helpers/child-request";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service";
 
 // Property-based fuzzing of every operation in the service's own /openapi.json: hostile
 // bodies (wrong types, huge and deep values, NUL, lone surrogates, invalid UTF-8, unknown
 // fields, __proto__, wrong content types), bad path and query parameters, sent with a
 // valid key of organization A. Properties: no 5xx, the process stays up, /healthz answers
-// in under 200 ms while a hostile request is in flight (measured for a sample), and
+// in time (no stall past STALL_MS, best of five) while a hostile request is in flight (measured for a sample), and
 // nothing organization B owns changes, even when A names B's ids.
 
 let mock: LLMock;
@@ -308,12 +308,12 @@ async function check(op: Operation, r: HostileRequest): Promise<void> {
     // The best of five: a stall repeats, a busy shared machine does not.
     let slowest = Number.POSITIVE_INFINITY;
     status = 0;
-    for (let i = 0; i < 5 && slowest >= 200; i++) {
+    for (let i = 0; i < 5 && slowest >= STALL_MS; i++) {
       const probed = await sendProbed(op, r);
       status = probed.status;
       slowest = Math.min(slowest, probed.slowestHealthMs);
     }
-    if (slowest >= 200) throw new Error(`/healthz took ${Math.round(slowest)} ms while ${op.method} ${clip(r.url)} was in flight`);
+    if (slowest >= STALL_MS) throw new Error(`/healthz took ${Math.round(slowest)} ms while ${op.method} ${clip(r.url)} was in flight`);
   } else {
     const res = await send(op, r);
     await res.arrayBuffer().catch(() => {});

@@ -123,7 +123,9 @@ test("SIGTERM: requests in flight finish, then the process exits 0", async () =>
 
 test("two processes on one PostgreSQL: a key revoked through one stops working on the other at once (notified, not polled)", async () => {
   const db = await requireServerDatabase();
-  const env = { DATABASE_URL: db.url, ADMIN_TOKEN: "t", BOOTSTRAP: "false", DATA_DIR: join(dir, "two") };
+  // The fallback resync is set far beyond the test's own timeout, so only the notification
+  // can revoke the key on B in time: no wall-clock bound to assert.
+  const env = { DATABASE_URL: db.url, ADMIN_TOKEN: "t", BOOTSTRAP: "false", DATA_DIR: join(dir, "two"), KEY_CACHE_RESYNC_MS: "600000" };
   let a: ServiceProcess | undefined;
   let b: ServiceProcess | undefined;
   try {
@@ -137,23 +139,13 @@ test("two processes on one PostgreSQL: a key revoked through one stops working o
     // an unknown path on it still authenticates first).
     const callB = () => fetch(`${b!.url}/events/webhooks`, { headers: { authorization: `Bearer ${key.key}` } });
     expect((await callB()).status).not.toBe(401);
-    const revokedAt = performance.now();
     expect((await admin(a.url, `/admin/keys/${key.id}/revoke`, {})).status).toBe(200);
-    let status = 0;
-    while (performance.now() - revokedAt < 3_000) {
-      const res = await callB();
-      status = res.status;
-      if (status === 401) {
-        expect((await res.json()).error).toBe("API key has been revoked");
-        break;
-      }
+    let res = await callB();
+    while (res.status !== 401) {
       await Bun.sleep(20);
+      res = await callB();
     }
-    const elapsed = performance.now() - revokedAt;
-    expect(status).toBe(401);
-    // The other process polls every 5 s as a fallback; well under that, the notification
-    // did it. Loose, for a loaded machine.
-    expect(elapsed).toBeLessThan(3_000);
+    expect((await res.json()).error).toBe("API key has been revoked");
   } finally {
     await a?.kill("SIGTERM");
     await b?.kill("SIGTERM");

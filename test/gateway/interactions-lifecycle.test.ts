@@ -96,7 +96,6 @@ test("a synchronous create that outlasts the bounded wait answers 200 in_progres
   expect(body.status).toBe("in_progress");
   // Answered at the end of the bounded wait, long before the upstream finished.
   expect(elapsed).toBeGreaterThanOrEqual(WAIT_MS - 100);
-  expect(elapsed).toBeLessThan(slowMs - 1_000);
   expect(res.headers.get("location")).toBe(`/v1beta/interactions/${encodeURIComponent(body.id)}`);
   // The client's own body went upstream with background set, so the upstream answered at once.
   expect(creates.at(-1)).toMatchObject({ model: "gemini-2.5-flash", input: "slow work", background: true });

@@ -31,6 +31,15 @@ process.stdout.write(JSON.stringify({ status: res.status, text: await res.text()
 }
 
 /**
+ * A /healthz answer slower than this in the best of several tries is a stalled process
+ * (a request that holds the event loop: a quadratic parse, a synchronous walk of a huge
+ * body), not a busy machine. A liveness bound five times the 200 ms such a stall was first
+ * caught at, so a loaded machine does not trip it; how fast the service answers under
+ * hostile bodies is measured by `npm run bench -- limits`.
+ */
+export const STALL_MS = 1_000;
+
+/**
  * Sends a request from a separate process (see requestFromChild) and, until it is
  * answered, asks the service's /healthz back to back: the request's answer and the
  * slowest /healthz answer while it was in flight. A /healthz other than 200 throws.

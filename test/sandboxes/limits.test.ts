@@ -214,10 +214,9 @@ test("the files API refuses devices, FIFOs and /proc files at once", async () =>
   const id = await sandbox();
   await sh(id, "mkfifo /tmp/fifo; ln -s /dev/zero zero-link");
   for (const path of ["/dev/zero", "/tmp/fifo", "/proc/self/status", "/proc/1/cmdline", "zero-link"]) {
-    const t0 = performance.now();
+    // Refused before any read: reading /dev/zero or the FIFO would never end.
     const r = await api("GET", `/sandboxes/${id}/filesystem?path=${encodeURIComponent(path)}`);
     expectError(r, 400, `not a regular file (a device, FIFO, socket or /proc or /sys file): ${path}`);
-    expect(performance.now() - t0).toBeLessThan(5000);
   }
   const w = await api("POST", `/sandboxes/${id}/filesystem`, { path: "/tmp/fifo", content: Buffer.from("x").toString("base64") });
   expectError(w, 400, /not a regular file/);
