@@ -112,7 +112,13 @@ test("every operation has a summary, a readable unique operationId, security, an
     const success = Object.keys(op.responses).filter((s) => /^[123]/.test(s));
     expect(success.length, where).toBeGreaterThan(0);
     for (const s of success) expect(s === "204" || op.responses[s].content !== undefined, `${where} ${s}`).toBe(true);
-    for (const s of Object.keys(op.responses).filter((x) => x >= "400")) expect(op.responses[s].content["application/json"].schema.$ref, `${where} ${s}`).toMatch(/^#\/components\/schemas\/\w+Error$/);
+    // Error responses are shared components (one per body shape, status and description), each a family error body.
+    for (const s of Object.keys(op.responses).filter((x) => x >= "400")) {
+      expect(op.responses[s].$ref, `${where} ${s}`).toMatch(/^#\/components\/responses\/\w+$/);
+      const shared = doc.components.responses[op.responses[s].$ref.split("/").pop()];
+      expect(shared.description, `${where} ${s}`).toBeString();
+      expect(shared.content["application/json"].schema.$ref, `${where} ${s}`).toMatch(/^#\/components\/schemas\/\w+Error$/);
+    }
   }
   expect(ids.size).toBeGreaterThan(90);
 });
