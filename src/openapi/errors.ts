@@ -6,7 +6,8 @@ import type { Surface } from "../http/surfaces";
  * src/http/errors.ts), and the error statuses every operation of a surface can return
  * whatever its handler does (the core middleware's refusals).
  */
-const nullableString = { anyOf: [{ type: "string" }, { type: "null" }] };
+// Unions of bare types are spelt as type lists, as ./schemas.ts publishes the route schemas.
+const nullableString = { type: ["string", "null"] };
 
 export const ERROR_COMPONENTS: Record<string, Record<string, unknown>> = {
   FlatError: {
@@ -35,7 +36,7 @@ export const ERROR_COMPONENTS: Record<string, Record<string, unknown>> = {
       error: {
         type: "object",
         required: ["message", "type"],
-        properties: { message: { type: "string" }, type: { type: "string" }, param: nullableString, code: { anyOf: [{ type: "string" }, { type: "integer" }, { type: "null" }] } },
+        properties: { message: { type: "string" }, type: { type: "string" }, param: nullableString, code: { type: ["string", "integer", "null"] } },
       },
     },
   },
