@@ -43,6 +43,21 @@ test("the document is generated from the request schemas that validate requests"
   expect(doc.paths["/healthz"].get).toBeDefined();
 });
 
+test("/openapi.json is revalidated by its ETag: an unchanged document is not sent again", async () => {
+  const first = await svc.fetch("/openapi.json");
+  await first.arrayBuffer();
+  const etag = first.headers.get("etag")!;
+  expect(etag).toMatch(/^W\/"\w+"$/);
+  expect(first.headers.get("cache-control")).toBe("private, no-cache");
+  const again = await svc.fetch("/openapi.json", { headers: { "if-none-match": etag } });
+  expect(again.status).toBe(304);
+  expect(await again.text()).toBe("");
+  expect(again.headers.get("etag")).toBe(etag);
+  const stale = await svc.fetch("/openapi.json", { headers: { "if-none-match": 'W/"other"' } });
+  expect(stale.status).toBe(200);
+  expect(await stale.json()).toEqual(doc);
+});
+
 test("/docs renders the document", async () => {
   const res = await svc.fetch("/docs");
   expect(res.status).toBe(200);
