@@ -52,11 +52,11 @@ export function openapiRoutes(sources: () => DocumentSources, publicUrl?: string
       .get(
         "/openapi.json",
         ({ request }) => {
-          const served = documentFor(publicUrl ?? new URL(request.url).origin);
+          const current = documentFor(publicUrl ?? new URL(request.url).origin);
           // A browser revisiting /docs revalidates its copy (no-cache) and is told it is current: no new download.
-          const cache = { "cache-control": "private, no-cache", etag: served.etag, vary: "accept-encoding" };
-          if (request.headers.get("if-none-match") === served.etag) return new Response(null, { status: 304, headers: cache });
-          const { body, headers } = served.body.for(request);
+          const cache = { "cache-control": "private, no-cache", etag: current.etag, vary: "accept-encoding" };
+          if (request.headers.get("if-none-match") === current.etag) return new Response(null, { status: 304, headers: cache });
+          const { body, headers } = current.body.for(request);
           return new Response(body, { headers: { ...headers, "content-type": "application/json", ...cache } });
         },
         { detail: { hide: true } },
