@@ -3,7 +3,7 @@ import type { AnyElysia } from "elysia";
 import type { SurfaceTable } from "../http/surfaces";
 import { SERVICE_VERSION } from "../version";
 import { DECLARED, type Declared, type Success } from "./declare";
-import { ERROR_COMPONENTS, errorResponse, SECURITY_SCHEMES, securityFor, surfaceErrorStatuses } from "./errors";
+import { ERROR_COMPONENTS, ErrorResponses, SECURITY_SCHEMES, securityFor, surfaceErrorStatuses } from "./errors";
 import { type DocumentPath, publishPaths } from "./paths";
 import { SchemaPublisher } from "./schemas";
 
@@ -67,6 +67,7 @@ export interface DocumentSources {
 export function buildOpenApiDocument({ app, surfaces, paths: rewrites = {} }: DocumentSources): Record<string, any> {
   const generated = generate(app);
   const schemas = new SchemaPublisher();
+  const errors = new ErrorResponses();
   const paths = publishPaths(generated.paths, rewrites);
   const tags = new Set<string>();
   for (const [path, item] of Object.entries(paths)) {
@@ -84,7 +85,7 @@ export function buildOpenApiDocument({ app, surfaces, paths: rewrites = {} }: Do
       const hasPathParams = /\{[^}]+\}/.test(path);
       for (const status of [...surfaceErrorStatuses(surface, method, hasPathParams), ...(declared?.errors ?? [])]) responses[String(status)] = {};
       for (const status of Object.keys(responses)) {
-        if (Number(status) >= 400) responses[status] = errorResponse(surface, Number(status), quota429);
+        if (Number(status) >= 400) responses[status] = errors.ref(surface, Number(status), quota429);
         else responses[status] = publishResponse(responses[status], schemas);
       }
       op.responses = sortByStatus(responses);
@@ -102,6 +103,7 @@ export function buildOpenApiDocument({ app, surfaces, paths: rewrites = {} }: Do
     components: {
       securitySchemes: SECURITY_SCHEMES,
       schemas: { ...ERROR_COMPONENTS, ...sortKeys(schemas.components) },
+      responses: sortKeys(errors.components),
     },
   };
 }

@@ -14,7 +14,8 @@ import { buildOpenApiDocument, type DocumentSources, TITLE } from "./document";
  * content hash, so a browser keeps it for good (`immutable`: no revalidation) and a new
  * renderer is a new path; compressed (brotli or gzip) for clients across a network. The page
  * asks for /openapi.json at once (a preload) instead of after the script has run, and the
- * document is fetched rather than inlined: the page stays small and the two downloads overlap.
+ * document is fetched rather than inlined: the page stays small and the two downloads overlap;
+ * the document carries an ETag, so a browser's next visit revalidates it without downloading it.
  */
 export function openapiRoutes(sources: () => DocumentSources, publicUrl?: string) {
   let cached: { routes: number; doc: Record<string, any> } | undefined;
@@ -29,16 +30,18 @@ export function openapiRoutes(sources: () => DocumentSources, publicUrl?: string
   // The serialized document per server origin, with its compressed forms. Threat: a forged
   // Host header per request would grow this without end; it holds a few origins, the oldest
   // leaving first, and an evicted origin is only serialized again.
-  const served = new Map<string, CompressedBody>();
+  const served = new Map<string, { body: CompressedBody; etag: string }>();
   const documentFor = (server: string) => {
     const document = doc();
-    let body = served.get(server);
-    if (!body) {
-      body = new CompressedBody(new TextEncoder().encode(JSON.stringify({ ...document, servers: [{ url: server, description: "This service" }] })));
+    let entry = served.get(server);
+    if (!entry) {
+      const bytes = new TextEncoder().encode(JSON.stringify({ ...document, servers: [{ url: server, description: "This service" }] }));
+      // Weak: the same document whatever its content encoding.
+      entry = { body: new CompressedBody(bytes), etag: `W/"${Bun.hash(bytes).toString(36)}"` };
       if (served.size >= MAX_SERVED_ORIGINS) served.delete(served.keys().next().value!);
-      served.set(server, body);
+      served.set(server, entry);
     }
-    return body;
+    return entry;
   };
   return (
     new Elysia()
@@ -49,8 +52,12 @@ export function openapiRoutes(sources: () => DocumentSources, publicUrl?: string
       .get(
         "/openapi.json",
         ({ request }) => {
-          const { body, headers } = documentFor(publicUrl ?? new URL(request.url).origin).for(request);
-          return new Response(body, { headers: { ...headers, "content-type": "application/json", "cache-control": "private, no-cache" } });
+          const current = documentFor(publicUrl ?? new URL(request.url).origin);
+          // A browser revisiting /docs revalidates its copy (no-cache) and is told it is current: no new download.
+          const cache = { "cache-control": "private, no-cache", etag: current.etag, vary: "accept-encoding" };
+          if (request.headers.get("if-none-match") === current.etag) return new Response(null, { status: 304, headers: cache });
+          const { body, headers } = current.body.for(request);
+          return new Response(body, { headers: { ...headers, "content-type": "application/json", ...cache } });
         },
         { detail: { hide: true } },
       )

@@ -34,8 +34,7 @@ export class SchemaPublisher {
         out[key] = value;
       }
     }
-    const integer = integerOfCoercion(out);
-    const result = integer ?? out;
+    const result = typedForm(integerOfCoercion(out) ?? out);
     const name = src[COMPONENT];
     if (typeof name !== "string") return result;
     const json = fingerprint(result);
@@ -62,6 +61,45 @@ function integerOfCoercion(schema: Record<string, unknown>): Record<string, unkn
   if (!numeric || !text) return undefined;
   const { anyOf: _anyOf, default: _default, ...rest } = schema;
   return { ...rest, ...numeric };
+}
+
+/** Keywords that constrain every type (or combine schemas): a union member carrying one cannot be merged into a type list. */
+const NOT_TYPE_SPECIFIC = new Set(["enum", "const", "default", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref"]);
+
+/** "Any value" (`{}`) and "any property value" (`patternProperties: {"^(.*)$": {}}`, TypeBox's Record of Unknown). */
+const isAny = (s: unknown) => !!s && typeof s === "object" && !Array.isArray(s) && Object.keys(s).length === 0;
+
+/**
+ * The same schema with a `type` wherever the spelling allows it: a union of bare types
+ * (`anyOf: [{type: integer}, {type: null}]`) as a type list, a nullable member merged into
+ * its `type: [X, "null"]` (the keywords beside it apply to X's type only, so nothing else
+ * changes), and "any value" sub-schemas of items and property patterns left out (absent
+ * means the same). Accepted values are unchanged. Why: the /docs renderer validates the
+ * document against its own schema, which wants a `type` on every schema; each schema
+ * without one failed that check, made it recast the whole operation around it, and left
+ * the document "invalid", which it then walked again to list every error (about half of
+ * its time on the document before the first paint).
+ */
+function typedForm(schema: Record<string, unknown>): Record<string, unknown> {
+  let out = schema;
+  if (isAny(out.items)) {
+    const { items: _items, ...rest } = out;
+    out = rest;
+  }
+  const patterns = out.patternProperties as Record<string, unknown> | undefined;
+  if (patterns && Object.keys(patterns).length === 1 && isAny(patterns["^(.*)$"])) {
+    const { patternProperties: _patterns, ...rest } = out;
+    out = rest;
+  }
+  const members = out.anyOf as Record<string, unknown>[] | undefined;
+  if (!Array.isArray(members) || "type" in out) return out;
+  const { anyOf: _anyOf, ...rest } = out;
+  if (members.every((m) => typeof m?.type === "string" && Object.keys(m).length === 1)) return { ...rest, type: members.map((m) => m.type) };
+  const nullAt = members.findIndex((m) => m?.type === "null" && Object.keys(m).length === 1);
+  if (members.length !== 2 || nullAt < 0) return out;
+  const other = members[1 - nullAt];
+  if (typeof other?.type !== "string" || Object.keys(other).some((k) => NOT_TYPE_SPECIFIC.has(k) || k in rest)) return out;
+  return { ...rest, ...other, type: [other.type, "null"] };
 }
 
 /**

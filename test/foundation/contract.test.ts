@@ -24,6 +24,12 @@ const probeModule: RouteModule = {
           case "undeclared-status":
             set.status = 418;
             return { count: 1, items: [] };
+          case "missing":
+            set.status = 404;
+            return { error: "no such case" };
+          case "wrong-error":
+            set.status = 404;
+            return { message: "no such case" };
           case "stream":
             return new Response("data: {}\n\n", { headers: { "content-type": "text/event-stream" } });
           default:
@@ -60,6 +66,15 @@ test("a JSON body that breaks the schema is reported with operation, status, JSO
 test("an undeclared status and an undeclared media type are reported", async () => {
   expect((await mismatchesOf("/contract-probe/undeclared-status"))[0]).toContain("status 418 is not declared");
   expect((await mismatchesOf("/contract-probe/text"))[0]).toContain("content-type 'text/plain' is not declared");
+});
+
+test("an error answer is checked against the shared error response its operation refers to", async () => {
+  expect(await mismatchesOf("/contract-probe/missing")).toEqual([]);
+  const found = await mismatchesOf("/contract-probe/wrong-error");
+  expect(found).toHaveLength(1);
+  expect(found[0]).toContain("GET /contract-probe/{case} (probeContract) 404");
+  expect(found[0]).toContain("must have required property 'error'");
+  expect(found[0]).toContain("openapi#/components/responses/FlatError404/content/application~1json/schema");
 });
 
 test("routes left out of the document are not checked", async () => {

@@ -38,8 +38,24 @@ test("the document is generated from the request schemas that validate requests"
   const createKey = doc.paths["/admin/keys"].post;
   const schema = createKey.requestBody.content["application/json"].schema;
   expect(schema.required).toEqual(expect.arrayContaining(["organizationId", "name"]));
-  expect(schema.properties.rpm.anyOf.some((s: { minimum?: number }) => s.minimum === 1)).toBe(true);
+  // Nullable, at least 1 (published as a type list: the same values as anyOf [integer >= 1, null]).
+  expect(schema.properties.rpm).toMatchObject({ type: ["integer", "null"], minimum: 1 });
   expect(doc.paths["/healthz"].get).toBeDefined();
+});
+
+test("/openapi.json is revalidated by its ETag: an unchanged document is not sent again", async () => {
+  const first = await svc.fetch("/openapi.json");
+  await first.arrayBuffer();
+  const etag = first.headers.get("etag")!;
+  expect(etag).toMatch(/^W\/"\w+"$/);
+  expect(first.headers.get("cache-control")).toBe("private, no-cache");
+  const again = await svc.fetch("/openapi.json", { headers: { "if-none-match": etag } });
+  expect(again.status).toBe(304);
+  expect(await again.text()).toBe("");
+  expect(again.headers.get("etag")).toBe(etag);
+  const stale = await svc.fetch("/openapi.json", { headers: { "if-none-match": 'W/"other"' } });
+  expect(stale.status).toBe(200);
+  expect(await stale.json()).toEqual(doc);
 });
 
 test("/docs renders the document", async () => {
@@ -112,7 +128,13 @@ test("every operation has a summary, a readable unique operationId, security, an
     const success = Object.keys(op.responses).filter((s) => /^[123]/.test(s));
     expect(success.length, where).toBeGreaterThan(0);
     for (const s of success) expect(s === "204" || op.responses[s].content !== undefined, `${where} ${s}`).toBe(true);
-    for (const s of Object.keys(op.responses).filter((x) => x >= "400")) expect(op.responses[s].content["application/json"].schema.$ref, `${where} ${s}`).toMatch(/^#\/components\/schemas\/\w+Error$/);
+    // Error responses are shared components (one per body shape, status and description), each a family error body.
+    for (const s of Object.keys(op.responses).filter((x) => x >= "400")) {
+      expect(op.responses[s].$ref, `${where} ${s}`).toMatch(/^#\/components\/responses\/\w+$/);
+      const shared = doc.components.responses[op.responses[s].$ref.split("/").pop()];
+      expect(shared.description, `${where} ${s}`).toBeString();
+      expect(shared.content["application/json"].schema.$ref, `${where} ${s}`).toMatch(/^#\/components\/schemas\/\w+Error$/);
+    }
   }
   expect(ids.size).toBeGreaterThan(90);
 });

@@ -34,7 +34,13 @@ interface Operation {
   /** The last parameter may hold slashes (model ids on a wildcard route). */
   loosePattern: RegExp;
   method: string;
-  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  responses: Record<string, DeclaredResponse>;
+}
+
+interface DeclaredResponse {
+  content?: Record<string, { schema?: unknown }>;
+  /** The JSON pointer of the response object in the document (a shared one is under components.responses). */
+  pointer: string;
 }
 
 class Contract {
@@ -42,7 +48,7 @@ class Contract {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: false });
   private readonly validators = new Map<string, ValidateFunction>();
 
-  constructor(doc: { paths: Record<string, Record<string, any>> }) {
+  constructor(doc: { paths: Record<string, Record<string, any>>; components?: { responses?: Record<string, any> } }) {
     addFormats(this.ajv);
     this.ajv.addSchema(doc as object, "openapi");
     for (const [path, item] of Object.entries(doc.paths)) {
@@ -52,7 +58,14 @@ class Contract {
       const loose = parts.map((p, i) => (p.startsWith("{") ? (i === lastParam ? "(.+)" : "([^/]+)") : escape(p))).join("");
       const literalChars = parts.filter((p) => !p.startsWith("{")).join("").length;
       for (const [method, op] of Object.entries(item)) {
-        this.operations.push({ id: op.operationId, path, literalChars, pattern: new RegExp(`^${re}$`), loosePattern: new RegExp(`^${loose}$`), method, responses: op.responses ?? {} });
+        const responses: Record<string, DeclaredResponse> = {};
+        for (const [status, res] of Object.entries<any>(op.responses ?? {})) {
+          const shared = typeof res.$ref === "string" ? res.$ref.replace(/^#\/components\/responses\//, "") : undefined;
+          responses[status] = shared
+            ? { ...doc.components?.responses?.[shared], pointer: `openapi#/components/responses/${pointerSegment(shared)}` }
+            : { ...res, pointer: `openapi#/paths/${pointerSegment(path)}/${method}/responses/${status}` };
+        }
+        this.operations.push({ id: op.operationId, path, literalChars, pattern: new RegExp(`^${re}$`), loosePattern: new RegExp(`^${loose}$`), method, responses });
       }
     }
     this.operations.sort((a, b) => b.literalChars - a.literalChars);
@@ -81,7 +94,7 @@ class Contract {
     } catch {
       return [`the body is not JSON: ${body.slice(0, 200)}`];
     }
-    const pointer = `openapi#/paths/${pointerSegment(op.path)}/${op.method}/responses/${status in op.responses ? status : `${status[0]}XX`}/content/${pointerSegment(mediaKey)}/schema`;
+    const pointer = `${declared.pointer}/content/${pointerSegment(mediaKey)}/schema`;
     let validate = this.validators.get(pointer);
     if (!validate) {
       validate = this.ajv.compile({ $ref: pointer });
