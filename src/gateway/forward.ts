@@ -1,6 +1,7 @@
 import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
+import { enterRequest } from "../last-resort";
 import { SSE_HEADERS } from "../http/sse";
 import type { BudgetHold } from "../budgets/hold";
 import type { UsageMeter, UsageRecord } from "../metering";
@@ -286,6 +287,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         }
         attempt?.end("ok", res.status);
         d.router.succeeded(c, org);
+        enterRequest(call.requestId);
         return new Response(passBinary(first.value, reader, record, () => ac.abort()), { status: res.status, headers: timed(markProvider(headers, c.provider, attempts)) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
@@ -337,6 +339,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
       // (A body is there: checked above, or the upstream declared a length.)
+      // From here on work outlives the handler (the pipe's callbacks, its timers, the
+      // upstream read to its end): marked with the request's id for the last-resort log
+      // (the model surfaces do not enter it at admission, see Surface.marksDetachedWork).
+      enterRequest(call.requestId);
       const reader = res.body!.getReader();
       const first = await reader.read();
       settle();
