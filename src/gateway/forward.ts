@@ -287,7 +287,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         }
         attempt?.end("ok", res.status);
         d.router.succeeded(c, org);
-        enterRequest(call.requestId);
+        enterRequest(call.requestId); // the stream's callbacks outlive the handler (see `detached` below)
         return new Response(passBinary(first.value, reader, record, () => ac.abort()), { status: res.status, headers: timed(markProvider(headers, c.provider, attempts)) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
@@ -314,6 +314,9 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         usage,
         finish: record,
         abort: () => ac.abort(),
+        // A stream's callbacks and timers outlive the handler: marked with the request's id for
+        // the last-resort log (model surfaces do not enter it at admission, see Surface.marksDetachedWork).
+        detached: () => enterRequest(call.requestId),
       };
       // A stream whose length the upstream declared is complete at the upstream already (a
       // short answer, or an upstream that sends complete streams): read whole, it goes out
@@ -339,10 +342,6 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       // Anything else is piped as it arrives, after waiting for the first bytes before
       // committing, so an upstream that fails right after its headers can still fall back.
       // (A body is there: checked above, or the upstream declared a length.)
-      // From here on work outlives the handler (the pipe's callbacks, its timers, the
-      // upstream read to its end): marked with the request's id for the last-resort log
-      // (the model surfaces do not enter it at admission, see Surface.marksDetachedWork).
-      enterRequest(call.requestId);
       const reader = res.body!.getReader();
       const first = await reader.read();
       settle();
@@ -356,7 +355,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       attempt?.end("ok", res.status);
       d.router.succeeded(c, org);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
-      if (call.streamFormat === "json-array") return new Response(pipeJsonArray(first.value, reader, pipe), { status: res.status, headers: arrayHeaders(res, c) });
+      if (call.streamFormat === "json-array") {
+        pipe.detached();
+        return new Response(pipeJsonArray(first.value, reader, pipe), { status: res.status, headers: arrayHeaders(res, c) });
+      }
       const body = pipeSse(first.value, reader, pipe);
       return new Response(body, { status: res.status, headers: timed(new Headers(streamHeaders(c.provider, attempts))) });
     } catch (e) {
