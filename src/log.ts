@@ -78,23 +78,19 @@ let sharedSink: Sink | undefined;
 
 function stdoutSink(): Sink {
   if (sharedSink) return sharedSink;
-  // One string the lines are appended to (the runtime keeps it as a rope until it is
-  // written): cheaper than an array of lines joined at each write.
-  let buffer = "";
-  let lines = 0;
+  let buffer: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     timer = undefined;
-    if (lines === 0) return;
-    const chunk = buffer;
-    buffer = "";
-    lines = 0;
+    if (buffer.length === 0) return;
+    const chunk = buffer.join("");
+    buffer = [];
     process.stdout.write(chunk);
   };
   sharedSink = {
     write(line) {
-      buffer += line;
-      if (++lines >= 512) flush();
+      buffer.push(line);
+      if (buffer.length >= 512) flush();
       else if (!timer) timer = setTimeout(flush, 20);
     },
     flush() {
