@@ -23,15 +23,25 @@ export interface Logger {
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
-let lastMs = 0;
+let lastMs = -1;
 let lastIso = "";
-/** The current time in RFC 3339, formatted once per millisecond however many lines it stamps. */
-function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastIso = new Date(ms).toISOString();
+let secondStart = -1;
+/** `YYYY-MM-DDTHH:MM:SS.` of the second `secondStart` begins. */
+let secondPrefix = "";
+/**
+ * The current time in RFC 3339 (as toISOString writes it), the date and time formatted
+ * once per second and the milliseconds appended: a line per request stamps a new
+ * millisecond most of the time, and toISOString was a visible cost of the access log.
+ */
+export function isoNow(ms = Date.now()): string {
+  if (ms === lastMs) return lastIso;
+  lastMs = ms;
+  const millis = ms % 1000;
+  if (ms - millis !== secondStart) {
+    secondStart = ms - millis;
+    secondPrefix = new Date(secondStart).toISOString().slice(0, -4);
   }
+  lastIso = secondPrefix + (millis < 10 ? "00" : millis < 100 ? "0" : "") + millis + "Z";
   return lastIso;
 }
 

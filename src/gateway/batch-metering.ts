@@ -1,4 +1,5 @@
 import { catalogFor } from "../catalog";
+import { enterRequest } from "../last-resort";
 import type { Gateway, Incoming } from "./gateway";
 import type { Protocol, Usage } from "./protocols";
 import type { ResourceStore, StoredRow } from "./resource-store";
@@ -115,7 +116,9 @@ export function meteredJsonl(body: ReadableStream<Uint8Array>, readLine: (json: 
 }
 
 /** The body of a results answer, metered on its way (a refusal passes through as it is). */
-export function withMeteredBody(res: Response, readLine: (json: any) => BatchLine | undefined, done: (totals: BatchTotals) => Promise<void>): Response {
+export function withMeteredBody(res: Response, requestId: string, readLine: (json: any) => BatchLine | undefined, done: (totals: BatchTotals) => Promise<void>): Response {
   if (!res.ok || !res.body) return res;
+  // The stream's callbacks outlive the handler: marked with the request's id (Surface.marksDetachedWork).
+  enterRequest(requestId);
   return new Response(meteredJsonl(res.body, readLine, done), { status: res.status, headers: res.headers });
 }

@@ -1,6 +1,7 @@
 import type { AuthContext } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { endModelAccess, type ModelAccess, noteModelAccess } from "../http/model-access";
+import { enterRequest } from "../last-resort";
 import { SSE_HEADERS } from "../http/sse";
 import type { BudgetHold } from "../budgets/hold";
 import type { UsageMeter, UsageRecord } from "../metering";
@@ -126,20 +127,21 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
   let answer: string | undefined;
   const access: ModelAccess | undefined = d.accessLog ? { model: call.publicModel, attempts: 0, open: call.stream } : undefined;
   if (access) noteModelAccess(call.request, access);
+  /** The access-log line's part (written now, or at the end of a stream: endModelAccess). */
+  const noteAccess = (status: number, costUsd: number | undefined) => {
+    access!.provider = used?.provider;
+    access!.attempts = attempts;
+    access!.inputTokens = usage.inputTokens;
+    access!.outputTokens = usage.outputTokens;
+    access!.costUsd = costUsd;
+    endModelAccess(call.request, status);
+  };
   const record = (status: number, events?: number) => {
     if (call.unmetered) clearUsage(usage);
     else if (call.claimUsage && (status !== 200 || usage.estimated || !(usage.inputTokens || usage.outputTokens))) clearUsage(usage);
     // Cut off (the client went away, the stream broke): what is known, completed by estimates.
     else if (status === 499 || (call.stream && status === 502 && events !== undefined)) estimateCut(usage, sent, events ?? 0);
     seen?.finished({ status, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, upstreamModel: used?.model, provider: used?.provider });
-    if (access) {
-      access.provider = used?.provider;
-      access.attempts = attempts;
-      access.inputTokens = usage.inputTokens;
-      access.outputTokens = usage.outputTokens;
-      access.costUsd = d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage);
-      endModelAccess(call.request, status);
-    }
     const rec: UsageRecord = {
       organizationId: call.auth.organizationId,
       keyId: call.auth.key.id,
@@ -167,7 +169,13 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       status,
       streamed: call.stream,
     };
-    if (!call.claimUsage || !(rec.inputTokens || rec.outputTokens)) return d.meter.record(rec);
+    if (!call.claimUsage || !(rec.inputTokens || rec.outputTokens)) {
+      // The meter's price is the line's (the catalog's, or the unit price): priced once.
+      const cost = d.meter.record(rec);
+      if (access) noteAccess(status, cost);
+      return;
+    }
+    if (access) noteAccess(status, d.accessLog!.cost(used?.model ?? call.publicModel, usage) ?? d.accessLog!.cost(call.publicModel, usage));
     const withoutTokens = () => d.meter.record({ ...rec, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, inputAudioTokens: 0, outputAudioTokens: 0 });
     call.claimUsage().then((won) => (won ? d.meter.record(rec) : withoutTokens()), withoutTokens);
   };
@@ -286,6 +294,7 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         }
         attempt?.end("ok", res.status);
         d.router.succeeded(c, org);
+        enterRequest(call.requestId); // the stream's callbacks outlive the handler (see `detached` below)
         return new Response(passBinary(first.value, reader, record, () => ac.abort()), { status: res.status, headers: timed(markProvider(headers, c.provider, attempts)) });
       }
       // A stream's declared length is read first: touching `res.body` makes the runtime
@@ -312,6 +321,9 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
         usage,
         finish: record,
         abort: () => ac.abort(),
+        // A stream's callbacks and timers outlive the handler: marked with the request's id for
+        // the last-resort log (model surfaces do not enter it at admission, see Surface.marksDetachedWork).
+        detached: () => enterRequest(call.requestId),
       };
       // A stream whose length the upstream declared is complete at the upstream already (a
       // short answer, or an upstream that sends complete streams): read whole, it goes out
@@ -350,7 +362,10 @@ export async function forward(d: Deps, call: Call): Promise<Response> {
       attempt?.end("ok", res.status);
       d.router.succeeded(c, org);
       if (call.onStreamStart) await call.onStreamStart(first.value, c);
-      if (call.streamFormat === "json-array") return new Response(pipeJsonArray(first.value, reader, pipe), { status: res.status, headers: arrayHeaders(res, c) });
+      if (call.streamFormat === "json-array") {
+        pipe.detached();
+        return new Response(pipeJsonArray(first.value, reader, pipe), { status: res.status, headers: arrayHeaders(res, c) });
+      }
       const body = pipeSse(first.value, reader, pipe);
       return new Response(body, { status: res.status, headers: timed(new Headers(streamHeaders(c.provider, attempts))) });
     } catch (e) {

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import { chunksWithin, rawBodies, readBodyText } from "../http/body";
+import { enterRequest } from "../last-resort";
 import { requestContext } from "../http/core";
 import { ApiError } from "../http/errors";
 import { binary, responds } from "../openapi/declare";
@@ -196,6 +197,8 @@ export function genvendorResourceRoutes(g: Gateway) {
   /** Resumable upload, the bytes (`upload`, `upload, finalize`): streamed to the upstream's upload URL, within the body limit. */
   async function sendBytes(inc: Incoming, token: string): Promise<Response> {
     const row = await store.remembered(inc, UPLOAD, token, "upload session not found (or permission denied)");
+    // The upload stream's callbacks run as the upstream reads it: marked with the request's id (Surface.marksDetachedWork).
+    enterRequest(inc.requestId);
     const body = limitedBody(inc.request, g.s.config.bodyLimitBytes);
     const contentType = inc.request.headers.get("content-type") ?? "application/octet-stream";
     const finalize = (inc.request.headers.get("x-goog-upload-command") ?? "").toLowerCase().includes("finalize");
@@ -221,7 +224,7 @@ export function genvendorResourceRoutes(g: Gateway) {
     const object = row.object as { batchOutput?: boolean; model?: string };
     const output = object.batchOutput === true && !row.metered;
     const res = await store.call(inc, row.provider, "genvendor-files", { resource: { method: "GET", path: `/${row.id.slice("files/".length)}:download`, query: "alt=media" } }, undefined, { outliveClient: output });
-    return output ? withMeteredBody(res, resultsFileLine(object.model ?? ""), (totals) => meterBatch(g, store, inc, row, "genvendor-batches", totals)) : res;
+    return output ? withMeteredBody(res, inc.requestId, resultsFileLine(object.model ?? ""), (totals) => meterBatch(g, store, inc, row, "genvendor-batches", totals)) : res;
   }
 
   /** A batch as last read: a finished one's inline results are metered once; its results file becomes this organization's. */

@@ -103,7 +103,7 @@ export function msgvendorResourceRoutes(g: Gateway) {
   async function results(inc: Incoming, row: StoredRow): Promise<Response> {
     const res = await store.call(inc, row.provider, "message-batches", { resource: { method: "GET", path: `/${encodeURIComponent(row.id)}/results` } }, undefined, { outliveClient: true });
     if (row.metered) return res;
-    return withMeteredBody(res, messageBatchLine, (totals) => meterBatch(g, store, inc, row, "message-batches", totals));
+    return withMeteredBody(res, inc.requestId, messageBatchLine, (totals) => meterBatch(g, store, inc, row, "message-batches", totals));
   }
 
   return new Elysia()

@@ -29,11 +29,11 @@ import { Interaction, INTERACTION_EVENTS } from "./response-schemas";
 export const gatewaySurfaces: Surface[] = [
   ...PROTOCOL_SPECS.flatMap(surfacesOf),
   // The rest of the generative-vendor API (model listing, Interactions, unknown methods) speaks that family too.
-  { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true },
+  { prefix: "/v1beta", family: "genvendor", credentials: "genvendor", scope: "models", spendLimitStatus: 403, passThrough: true, marksDetachedWork: true },
   // Every vendor SDK lists models here with its own credential header: OpenAI's bearer,
   // Anthropic's `x-api-key`, the generative vendor's `x-goog-api-key` (API version v1).
-  { prefix: "/v1/models", family: "chat", credentials: "listing", scope: "models" },
-  { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models" },
+  { prefix: "/v1/models", family: "chat", credentials: "listing", scope: "models", marksDetachedWork: true },
+  { prefix: "/api/models", family: "flat", credentials: "bearer", scope: "models", marksDetachedWork: true },
 ];
 
 /** Generative-vendor API versions: its SDK defaults to v1, the spec documents v1beta; both are served alike. */

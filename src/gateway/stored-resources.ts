@@ -85,7 +85,7 @@ export function storedResourceRoutes(g: Gateway) {
     const res = await store.call(inc, row.provider, "files", { resource: { method: "GET", path: `/${encodeURIComponent(row.id)}/content` } }, undefined, { outliveClient: output });
     // A file's bytes, whatever they hold (a JSONL file is not one JSON document).
     if (res.ok) res.headers.set("content-type", "application/octet-stream");
-    return output ? withMeteredBody(res, openaiBatchLine, (totals) => meterBatch(g, store, inc, row, "batches", totals)) : res;
+    return output ? withMeteredBody(res, inc.requestId, openaiBatchLine, (totals) => meterBatch(g, store, inc, row, "batches", totals)) : res;
   }
 
   return new Elysia()

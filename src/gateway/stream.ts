@@ -23,6 +23,8 @@ export interface PipeOptions {
   finish(status: number, events?: number): void;
   /** Aborts the upstream request. */
   abort(): void;
+  /** Called right before a stream whose callbacks outlive the handler is built (the caller marks them with its request's id). */
+  detached?(): void;
 }
 
 /** What the pipe reads from: Bun's stream reader (readMany), or any reader with read(). */
@@ -72,6 +74,7 @@ export function pipeSse(first: Uint8Array, reader: UpstreamReader, o: PipeOption
   };
   const readOne = (): Promise<ReadMany> => reader.read().then((r) => ({ done: r.done, value: r.done ? [] : [r.value] }));
   const readMany = (): Promise<ReadMany> | ReadMany => (reader.readMany ? reader.readMany() : readOne());
+  o.detached?.();
   return new ReadableStream<Uint8Array>({
     type: "direct",
     async pull(controller) {

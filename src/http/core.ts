@@ -88,7 +88,7 @@ export function corePlugin(deps: CoreDeps) {
     const path = queryStart < 0 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
     const surface = surfaces.match(path, request.headers);
     c.surface = surface;
-    enterRequest(c.requestId);
+    if (!surface.marksDetachedWork) enterRequest(c.requestId);
     if (observe) observe.requestStarted(request, path);
     if (resumed) {
       c.auth = resumed.auth;

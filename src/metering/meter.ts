@@ -56,8 +56,12 @@ export interface UsageRecord {
 }
 
 export interface UsageMeter {
-  /** Queues one request's usage. Never throws, never waits: the request is not slowed by metering. */
-  record(u: UsageRecord): void;
+  /**
+   * Queues one request's usage. Never throws, never waits: the request is not slowed by
+   * metering. Returns the cost the record was priced at (its access-log line shows it
+   * without pricing it again); undefined when unpriced or not queued.
+   */
+  record(u: UsageRecord): number | undefined;
 }
 
 export interface MeterOptions {
@@ -136,7 +140,7 @@ export class BatchingUsageMeter implements UsageMeter {
     this.timer.unref?.();
   }
 
-  record(u: UsageRecord): void {
+  record(u: UsageRecord): number | undefined {
     const hold = u?.hold;
     if (hold) hold.recorded = true;
     try {
@@ -148,7 +152,7 @@ export class BatchingUsageMeter implements UsageMeter {
       if (!u || typeof u.organizationId !== "string" || !u.organizationId || typeof u.keyId !== "string" || !u.keyId || typeof u.publicModel !== "string") {
         this.log.error("usage record without organization, key or model ignored", { requestId: u?.requestId });
         if (hold?.leased) hold.leases?.released(hold.leased);
-        return;
+        return undefined;
       }
       if (this.queue.length >= this.maxQueued) {
         const lost = this.queue.shift();
@@ -168,8 +172,10 @@ export class BatchingUsageMeter implements UsageMeter {
       for (const listener of this.listeners) listener(u);
       // After close() (a late request finishing during shutdown) there is no timer: write now.
       if ((this.closed || this.queue.length >= this.maxBatch) && !this.running) queueMicrotask(() => void this.flush());
+      return cost;
     } catch (err) {
       this.log.error("usage record rejected", { err });
+      return undefined;
     }
   }
 

@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { protocolSpec } from "../../src/gateway/protocols";
 
 const CODECS = { chat: protocolSpec("chat").codec };
@@ -134,6 +135,34 @@ async function piped(parts: Uint8Array[], strip: boolean) {
   await Bun.sleep(0);
   return { whole: typeof body === "string", text, usage, status, upstreamRead: state.ended };
 }
+
+// Model surfaces enter the request-id context of the last-resort log only where work
+// outlives the handler (Surface.marksDetachedWork): the pipe's callbacks must carry what
+// `detached` entered, so it has to run before the stream is built.
+test("a streamed answer calls `detached` before building its stream, whose reads carry the context entered there; a whole answer detaches nothing", async () => {
+  const context = new AsyncLocalStorage<string>();
+  const run = (parts: Uint8Array[]) =>
+    context.run("handler", async () => {
+      const contexts: (string | undefined)[] = [];
+      const rest = parts.slice(1);
+      const reader: UpstreamReader = {
+        async read() {
+          contexts.push(context.getStore());
+          const value = rest.shift();
+          return value ? { done: false, value } : { done: true };
+        },
+        async cancel() {},
+      };
+      let detached = 0;
+      const body = pipeSse(parts[0], reader, { codec: CODECS.chat, strip: false, pingMs: 0, usage: { inputTokens: 0, outputTokens: 0 }, finish() {}, abort() {}, detached: () => (detached++, context.enterWith("req_1")) });
+      if (typeof body !== "string") await new Response(body).text();
+      return { whole: typeof body === "string", detached, streamReads: [...new Set(contexts)] };
+    });
+  const streamed = await run(cut(stream, boundaries));
+  expect(streamed).toEqual({ whole: false, detached: 1, streamReads: ["req_1"] });
+  const whole = await run([stream]);
+  expect([whole.whole, whole.detached]).toEqual([true, 0]);
+});
 
 test("a first read holding the whole stream is answered as one body; otherwise the rest is streamed", async () => {
   const padded = new TextEncoder().encode(events.join("") + ": trailing comment after the end\n\n");

@@ -56,6 +56,8 @@ export function surfacesOf(spec: ProtocolSpec): Surface[] {
     credentials: spec.credentials,
     scope: "models",
     spendLimitStatus: spec.spendLimitStatus,
+    // forward.ts, batch-metering.ts and the uploads enter the request's id where a stream outlives the handler.
+    marksDetachedWork: true,
     ...(spec.passThrough ? { passThrough: true } : {}),
     ...(spec.route.kind === "multipart" || spec.uploads ? { streamedBody: true } : {}),
   }));
