@@ -1,5 +1,7 @@
 // `npm run bench -- memory`: the compiled binary's resident memory (issue 37), on the
 // embedded database and, with BENCH_DATABASE_URL, on PostgreSQL:
+// One process on either database (WORKERS=1: on PostgreSQL the default is a process per
+// core, and the resident size read is the process started's own).
 // - idle: after a first start, once it has sat for BENCH_IDLE_SECONDS (default 5);
 // - after 10,000 mixed requests (BENCH_REQUESTS) through the gateway to a fast local
 //   upstream (bench/gateway-children.ts): chat completions, streamed and not, embeddings,
@@ -70,7 +72,7 @@ export async function run() {
       for (const [binary, variant] of binaries().flatMap((b) => VARIANTS.map((v) => [b, v] as const))) {
         const database = kind === "postgres" ? await benchDatabase("memory") : undefined;
         const dataDir = newDataDir();
-        const env: Record<string, string> = { OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream.url}/v1`, LOG_LEVEL: "warn", ...(database?.url ? { DATABASE_URL: database.url } : {}), ...variant.env };
+        const env: Record<string, string> = { OPENAI_API_KEY: "sk-upstream", OPENAI_BASE_URL: `${upstream.url}/v1`, LOG_LEVEL: "warn", ...(database?.url ? { DATABASE_URL: database.url, WORKERS: "1" } : {}), ...variant.env };
         const service = await startBinary(binary, dataDir, env);
         try {
           const { key } = await service.waitForKey();

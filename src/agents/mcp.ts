@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
+import { mcpClientSdk } from "../mcp/sdk";
 import { SERVICE_VERSION } from "../version";
 import { GATEWAY_MCP_URL, type McpServer } from "./agents";
 import type { ToolOutcome } from "./tools";
@@ -18,16 +19,6 @@ export interface GatewayMcp {
   call(name: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolOutcome>;
 }
 
-/**
- * The MCP SDK, loaded on the first connection: with its schema library it is some 20 MB
- * of a process's memory, and most services never run an agent with MCP servers.
- */
-let sdk: Promise<{ Client: typeof Client; Transport: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPClientTransport }> | undefined;
-const loadSdk = () =>
-  (sdk ??= Promise.all([import("@modelcontextprotocol/sdk/client/index.js"), import("@modelcontextprotocol/sdk/client/streamableHttp.js")]).then(([client, http]) => ({
-    Client: client.Client,
-    Transport: http.StreamableHTTPClientTransport,
-  })));
 
 /**
  * Largest single response (a JSON answer, or everything on one event stream) read from
@@ -85,7 +76,7 @@ export class McpConnections {
     let c = this.clients.get(server.name);
     if (!c) {
       c = (async () => {
-        const { Client, Transport } = await loadSdk();
+        const { Client, Transport } = await mcpClientSdk();
         const client = new Client({ name: "agent-runtime", version: SERVICE_VERSION });
         const transport = new Transport(new URL(server.url), { fetch: this.guardedFetch as typeof fetch });
         try {

@@ -1,10 +1,8 @@
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { readBodyText } from "../http/body";
 import { ApiError } from "../http/errors";
 import { SERVICE_VERSION } from "../version";
 import type { McpCaller, McpGateway } from "./gateway";
+import { mcpServerSdk, mcpTypes } from "./sdk";
 
 const jsonRpcError = (status: number, code: number, message: string) =>
   new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), { status, headers: { "content-type": "application/json" } });
@@ -26,10 +24,11 @@ export async function handleMcpRequest(gateway: McpGateway, request: Request, ca
     if ((e as { status?: number }).status === 413) throw e;
     return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
   }
+  const [{ Server, Transport }, { CallToolRequestSchema, ListToolsRequestSchema }] = await Promise.all([mcpServerSdk(), mcpTypes()]);
   const server = new Server({ name: "model-gateway", version: SERVICE_VERSION }, { capabilities: { tools: { listChanged: false } } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await gateway.listTools(caller) }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => gateway.callTool(caller, req.params.name, req.params.arguments, extra.signal));
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
     return await transport.handleRequest(request, { parsedBody: parsed });

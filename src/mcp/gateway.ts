@@ -1,4 +1,4 @@
-import { type CallToolResult, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { AUTH_MESSAGES } from "../http/auth";
 import { ORG_SPEND_MESSAGE, orgBudgetsFor } from "../budgets";
 import { limitReached } from "../budgets/period";
@@ -10,6 +10,7 @@ import type { Services } from "../services";
 import { accessOf, namespaced, splitName, TOOL_NAME } from "./access";
 import type { McpServerConfig, McpServerRepository } from "./servers";
 import { scrub, scrubText } from "./scrub";
+import { mcpTypes } from "./sdk";
 import { type UpstreamPool, UpstreamError } from "./upstream";
 
 /** Who is calling: the key (its allow list, limits and budget) and the request it belongs to. */
@@ -78,6 +79,7 @@ export class McpGateway {
     let status = 200;
     let bytes = 0;
     try {
+      const { McpError, ErrorCode } = await mcpTypes();
       if (caller.countRequest) await countKeyRequest(this.s, caller.key.id, caller.key.rpm).catch((e) => {
         status = 429;
         throw new McpError(ErrorCode.InvalidRequest, (e as Error).message);
@@ -90,7 +92,11 @@ export class McpGateway {
         status = 404;
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 200)}`);
       }
-      this.checkBudgets(caller, (s) => (status = s));
+      const spent = this.spentBudget(caller);
+      if (spent) {
+        status = 402;
+        throw new McpError(ErrorCode.InvalidRequest, spent);
+      }
       let result: CallToolResult;
       try {
         result = await this.pool.call(server, parts.tool, args ?? {}, signal);
@@ -134,17 +140,12 @@ export class McpGateway {
     }
   }
 
-  /** A key or organization whose budget is spent calls no tools either (their usage is what the budget stops). */
-  private checkBudgets(caller: McpCaller, setStatus: (s: number) => void): void {
+  /** Why the call is refused when the key's or the organization's budget is spent (their usage is what the budget stops), else undefined. */
+  private spentBudget(caller: McpCaller): string | undefined {
     const now = clockOf(this.s).now();
-    if (caller.key.spendingLimit !== null && limitReached(caller.key, now)) {
-      setStatus(402);
-      throw new McpError(ErrorCode.InvalidRequest, AUTH_MESSAGES.spend);
-    }
+    if (caller.key.spendingLimit !== null && limitReached(caller.key, now)) return AUTH_MESSAGES.spend;
     const org = orgBudgetsFor(this.s).get(caller.organizationId);
-    if (org && limitReached(org, now)) {
-      setStatus(402);
-      throw new McpError(ErrorCode.InvalidRequest, ORG_SPEND_MESSAGE);
-    }
+    if (org && limitReached(org, now)) return ORG_SPEND_MESSAGE;
+    return undefined;
   }
 }

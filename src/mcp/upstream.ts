@@ -1,12 +1,12 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { type CallToolResult, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { type EgressPolicy, EgressRefused, egressFetch } from "../egress";
 import type { Logger } from "../log";
 import { SERVICE_VERSION } from "../version";
 import type { McpServerConfig } from "./servers";
 import { heldToken, tokenFor, type TokenCache } from "./oauth";
 import { scrubText } from "./scrub";
+import { CONNECTION_CLOSED, mcpClientSdk, mcpTypes, REQUEST_TIMEOUT } from "./sdk";
 
 /** The upstream failed (unreachable, refused, timed out, not MCP); the message never carries credentials. */
 export class UpstreamError extends Error {
@@ -179,7 +179,8 @@ export class UpstreamPool {
       return await work(client, deadline);
     } catch (e) {
       // The server's own JSON-RPC error (an unknown tool, bad arguments): the connection is fine.
-      if (e instanceof McpError && e.code !== ErrorCode.RequestTimeout && e.code !== ErrorCode.ConnectionClosed) throw e;
+      const { McpError } = await mcpTypes();
+      if (e instanceof McpError && e.code !== REQUEST_TIMEOUT && e.code !== CONNECTION_CLOSED) throw e;
       const failure = this.failure(server, e, deadline);
       // A slow call says nothing about the connection the other calls share; a broken exchange does.
       if (failure.status === 502) this.drop(server.id, conn);
@@ -194,7 +195,7 @@ export class UpstreamPool {
   private failure(server: McpServerConfig, e: unknown, deadline: AbortSignal): UpstreamError {
     if (e instanceof UpstreamError) return e;
     const err = e as Error & { code?: number };
-    if (deadline.aborted || err?.name === "TimeoutError" || err?.code === ErrorCode.RequestTimeout) return new UpstreamError(`MCP server ${server.name} did not answer in time`, 504);
+    if (deadline.aborted || err?.name === "TimeoutError" || err?.code === REQUEST_TIMEOUT) return new UpstreamError(`MCP server ${server.name} did not answer in time`, 504);
     // An upstream's error text may quote what it was sent: cut the credentials out of the log line and the answer.
     const message = scrubText(oneLine(err?.message ?? String(e)), this.secrets(server));
     this.log.warn("MCP upstream failed", { server: server.id, organizationId: server.organizationId, err: message });
@@ -222,8 +223,9 @@ export class UpstreamPool {
       return res;
     };
     return (async () => {
+      const { Client, Transport } = await mcpClientSdk();
       const client = new Client({ name: "model-gateway-mcp", version: SERVICE_VERSION });
-      const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: fetchUpstream as typeof fetch });
+      const transport = new Transport(new URL(server.url), { fetch: fetchUpstream as typeof fetch });
       const deadline = AbortSignal.timeout(this.limits.connectMs);
       try {
         await raceDeadline(client.connect(transport, { signal: deadline, timeout: this.limits.connectMs }), deadline, server.name);

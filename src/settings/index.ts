@@ -48,6 +48,8 @@ export const SETTINGS = {
     tuning: yesNo("GATEWAY_ALLOCATOR_TUNING", true),
     /** Read by the allocator itself at process start; the service only checks whether it is set. */
     purgeDelay: optionalInteger("MIMALLOC_PURGE_DELAY", { min: -1 }),
+    /** Read by the allocator itself; `serve` passes an operator's value on when it replaces itself. */
+    purgeHoles: optionalInteger("MIMALLOC_PURGE_HOLES", { min: 0, max: 1 }),
   },
   keyCache: {
     // false where LISTEN cannot work (a transaction-pooling proxy in front of PostgreSQL);

@@ -41,7 +41,8 @@ export const SETTING_GROUPS: SettingGroup[] = [
       BOOTSTRAP: { default: "`true`", meaning: "`false` stops the first start from creating organization `default` and a key" },
       BODY_LIMIT_BYTES: { default: "`10485760`", meaning: "Largest request body (the spec's 10 MB)" },
       GATEWAY_ALLOCATOR_TUNING: { default: "`on`", meaning: "`off` keeps the memory allocator's defaults (see [Memory](operations.md#memory))" },
-      MIMALLOC_PURGE_DELAY: { default: "`-1` under `serve`", meaning: "How long Bun's allocator (mimalloc) waits before giving freed memory back to the operating system; `-1` never. Set it yourself (an integer; mimalloc's own default is `100` ms) to trade throughput for a smaller resident size when idle" },
+      MIMALLOC_PURGE_DELAY: { default: "`60000` under `serve`", meaning: "How long, in milliseconds, Bun's allocator (mimalloc) waits before giving freed memory back to the operating system; `-1` never. Set it yourself (an integer; mimalloc's own default is `100` ms) and `serve` leaves the allocator as you set it: shorter trades throughput under load for a smaller resident size sooner (see [Memory](operations.md#memory))" },
+      MIMALLOC_PURGE_HOLES: { default: "`0` under `serve`", meaning: "`1` (the allocator's own default) gives back the free memory inside pages still in use each time a thread waits, which costs a busy service much of its throughput; `serve` turns it off unless you set it" },
     },
   },
   {

@@ -92,8 +92,8 @@ function replay(path: string, marker: string, stopAfter?: number): { done: Promi
 test("4 concurrent replays of 20 events of 8 MB (two streams, two list pages): RSS grows < 200 MB, /healthz answers meanwhile", async () => {
   const pid = svc.proc.pid;
   // Reading a value of 8 MB makes the embedded database's memory grow once to what such
-  // a value needs, and the process keeps freed memory for reuse (MIMALLOC_PURGE_DELAY=-1
-  // under serve): one event is read first, so what is measured is what the replays add.
+  // a value needs, and the process keeps freed memory for reuse (for a minute under serve,
+  // src/allocator.ts): one event is read first, so what is measured is what the replays add.
   const warm = await fetch(`${svc.url}/v1/sessions/${session}/events?limit=1`, { headers: { authorization: `Bearer ${key}` } });
   expect(warm.status).toBe(200);
   await warm.arrayBuffer();

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnService } from "../helpers/process";
 
-// `serve` replaces itself once so that the allocator keeps the memory it frees
+// `serve` replaces itself once so that the allocator keeps the memory it reuses
 // (src/allocator.ts). Read off the running process's own environment, by its process id.
 // And how `serve` takes a signal that comes while it is still starting.
 const root = join(import.meta.dir, "../..");
@@ -22,12 +22,13 @@ function environ(pid: number): Record<string, string> {
   return Object.fromEntries(entries.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
 }
 
-test("a new embedded database is created first; the service then runs, as the same process, with purging off", async () => {
+test("a new embedded database is created first; the service then runs, as the same process, with the allocator tuned", async () => {
   const dataDir = join(dir, "fresh");
   const svc = await spawnService(serve, { DATA_DIR: dataDir, LOG_LEVEL: "info" }, { timeoutMs: 60_000 });
   try {
     await svc.waitFor(/\n\s+(sk-[0-9a-f]{64})\n/);
-    expect(environ(svc.proc.pid).MIMALLOC_PURGE_DELAY).toBe("-1");
+    expect(environ(svc.proc.pid).MIMALLOC_PURGE_DELAY).toBe("60000");
+    expect(environ(svc.proc.pid).MIMALLOC_PURGE_HOLES).toBe("0");
     expect(svc.output()).toContain("creating the embedded database before the service starts");
     // The replacement found the database made before it: one organization, one key, printed once.
     const keys = [...new Set(svc.output().match(/sk-[0-9a-f]{64}/g))];
@@ -38,10 +39,12 @@ test("a new embedded database is created first; the service then runs, as the sa
   } finally {
     expect(await svc.kill("SIGTERM")).toBe(0);
   }
-  // A restart on the existing data directory replaces itself without creating anything.
-  const again = await spawnService(serve, { DATA_DIR: dataDir, LOG_LEVEL: "info" });
+  // A restart on the existing data directory replaces itself without creating anything;
+  // an operator's own hole purging is kept.
+  const again = await spawnService(serve, { DATA_DIR: dataDir, LOG_LEVEL: "info", MIMALLOC_PURGE_HOLES: "1" });
   try {
-    expect(environ(again.proc.pid).MIMALLOC_PURGE_DELAY).toBe("-1");
+    expect(environ(again.proc.pid).MIMALLOC_PURGE_DELAY).toBe("60000");
+    expect(environ(again.proc.pid).MIMALLOC_PURGE_HOLES).toBe("1");
     expect(again.output()).not.toContain("creating the embedded database");
     expect(again.output()).not.toMatch(/sk-[0-9a-f]{64}/);
   } finally {

@@ -8,8 +8,7 @@ import { join } from "node:path";
  * anywhere in the service's module graph loads it in every process again: this names it.
  */
 const LOADED_ON_FIRST_USE = [
-  // Not "@modelcontextprotocol/sdk": agents load it on first use (src/agents/mcp.ts), but the MCP
-  // gateway (src/mcp) imports it at start.
+  "@modelcontextprotocol/sdk", // the first MCP use: /mcp, an upstream MCP server, an agent's MCP server (src/mcp/sdk.ts)
   "prom-client", // metrics configured (src/observability/wiring.ts)
   "@opentelemetry/", // tracing configured (src/observability/wiring.ts)
   "@connectrpc/", // envd's RPC, the first E2B SDK call (src/e2b/envd-rpc.ts)
