@@ -6,7 +6,8 @@
 // generation workers, agent recovery, node heartbeat, ...) are all that runs.
 //
 // BENCH_IDLE_SECONDS the measured window (default 15), BENCH_IDLE_SETTLE_SECONDS the wait
-// after start-up (default 10), BENCH_IDLE_ROUNDS (default 2). The embedded database always;
+// after start-up (default 10), BENCH_IDLE_ROUNDS (default 2), BENCH_IDLE_SCRAPED=0 leaves out
+// the runs with /metrics scraped. The embedded database always;
 // PostgreSQL too with BENCH_DATABASE_URL=postgres://... (a new database for each process,
 // dropped afterwards); there the statements run in the server, so the figure that tells is
 // the transactions the service's database committed per second (pg_stat_database). BENCH_COMPARE_ROOT=<checkout>[,<checkout>...] adds the service of
@@ -94,7 +95,7 @@ export async function run() {
   const rows: string[] = [];
   const loads: string[] = [loadAverage()];
   for (const onServer of databases) {
-    for (const scraped of [false, true]) {
+    for (const scraped of process.env.BENCH_IDLE_SCRAPED === "0" ? [false] : [false, true]) {
       const figures = variants.map(() => [] as number[]);
       const tps = variants.map(() => [] as number[]);
       for (let r = 0; r < ROUNDS; r++) {
