@@ -17,7 +17,7 @@
  * service bounds the lines it reads: src/streams/lines.ts).
  */
 export const KERNEL_BRIDGE = String.raw`
-import json, os, queue, sys, threading
+import json, os, queue, sys, threading, time
 from jupyter_client.manager import KernelManager
 
 PIECE = 65536
@@ -61,7 +61,27 @@ env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 km.start_kernel(cwd=sys.argv[1], env=env)
 kc = km.client()
 kc.start_channels()
+
+def wait_for_output_channel(timeout=120):
+    # wait_for_ready answers once the kernel replies on its request channel, but the
+    # output channel is a subscription that connects on its own time (after a restart
+    # too): what the kernel publishes before it has connected is lost, and a run that
+    # missed its "idle" would wait for ever. So ask until a request's own status arrives.
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        msg_id = kc.kernel_info()
+        until = time.time() + 1
+        while time.time() < until:
+            try:
+                msg = kc.get_iopub_msg(timeout=max(0.05, until - time.time()))
+            except queue.Empty:
+                break
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return
+    raise RuntimeError("the kernel's output channel did not connect within %d s" % timeout)
+
 kc.wait_for_ready(timeout=120)
+wait_for_output_channel()
 
 def result(kind, data):
     r = {"type": "result", "is_main_result": kind == "execute_result"}
@@ -124,6 +144,7 @@ while True:
     if req.get("restart"):
         km.restart_kernel()
         kc.wait_for_ready(timeout=120)
+        wait_for_output_channel()
         if PYTHON:
             run(STARTUP, silent=True)
     else:
