@@ -22,8 +22,6 @@ const parts: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   agents: () => import("./agents"),
   generation: () => import("./generation"),
   revocation: () => import("./revocation"),
-  // What the service costs with nobody using it: its background loops alone.
-  idle: () => import("./idle"),
   observability: () => import("./observability"),
   metrics: () => import("./metrics"),
   startup: () => import("./startup"),

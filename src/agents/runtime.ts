@@ -12,7 +12,6 @@ import { gatewayMcpFor } from "./gateway-mcp";
 import { McpConnections } from "./mcp";
 import { type AgentRow, agentSessions, agentVersions, type SessionRow } from "./schema";
 import { type Decision, knownFailure, Turn } from "./turn";
-import { msUntil, pauseUntilDue, WakeableSleep } from "../db/due";
 
 
 /** One turn, from the loop picking up input to the session going idle. */
@@ -47,11 +46,7 @@ export class AgentRuntime {
    * spending limit exact, and a turn saves a round trip.
    */
   private readonly keyCache = new Map<string, { key: KeyRecord | null; at: number }>();
-  /** The recovery loop's sleep (start) and the loop itself. */
-  private readonly pause = new WakeableSleep();
-  private background: Promise<void> | undefined;
-  /** When the recovery loop's next pass comes (performance.now()), unless woken. */
-  private nextPassAt = 0;
+  private timers: ReturnType<typeof setInterval>[] = [];
   /** The last turns' timings, newest last (diagnostics and the benchmark). */
   private readonly turns: TurnTiming[] = [];
   private stopped = false;
@@ -67,13 +62,7 @@ export class AgentRuntime {
     this.hooks.push(hooks);
   }
 
-  /**
-   * Background work: pick up running sessions without a live lease (crash recovery), pause
-   * idle sandboxes. Between passes it sleeps until the earliest lease ends or idle sandbox
-   * is due for its pause, woken early when a loop of this process ends (a session gone idle
-   * with its sandbox); AGENT_RECOVERY_INTERVAL_MS bounds the sleep, for a session another
-   * process took up after this one looked and then lost with a crash.
-   */
+  /** Background work: pick up running sessions without a live lease (crash recovery), pause idle sandboxes. */
   start(): void {
     const recover = async () => {
       const rows = await this.s.db
@@ -83,43 +72,26 @@ export class AgentRuntime {
         .limit(50);
       for (const r of rows) this.kick(r.id);
     };
-    this.background = (async () => {
-      while (!this.stopped) {
-        this.pause.take();
-        let untilDue: number | null = 0;
-        try {
-          await recover();
-          await this.pauseIdleSandboxes();
-          untilDue = await this.msUntilDue();
-        } catch (e) {
-          if (!this.stopped) this.s.log.error("agent session recovery failed", { err: e });
-        }
-        if (this.stopped) break;
-        const pause = pauseUntilDue(untilDue, this.opts.recoveryMs);
-        this.nextPassAt = performance.now() + pause;
-        await this.pause.sleep(pause);
-      }
-    })();
-  }
-
-  /** Milliseconds until the earliest lease of a running session ends (a session without a lease: now) or an idle session's sandbox is due for its pause; null: neither. */
-  private async msUntilDue(): Promise<number | null> {
-    const [row] = await this.s.db
-      .select({
-        ms: msUntil(sql`least(
-          (select min(case when ${agentSessions.leaseOwner} is null then now() else ${agentSessions.leaseUntil} end) from ${agentSessions} where ${agentSessions.status} = 'running'),
-          (select min(${agentSessions.idleSince}) + (${this.opts.sandboxIdleMs} * interval '1 millisecond') from ${agentSessions} where ${agentSessions.status} = 'idle' and ${agentSessions.sandboxId} is not null and ${agentSessions.idleSince} is not null))`),
-      })
-      .from(sql`(select 1) as one`);
-    return row?.ms ?? null;
+    let busy = false;
+    this.timers.push(
+      setInterval(() => {
+        if (busy || this.stopped) return;
+        busy = true;
+        recover()
+          .then(() => this.pauseIdleSandboxes())
+          .catch((e) => this.s.log.error("agent session recovery failed", { err: e }))
+          .finally(() => (busy = false));
+      }, this.opts.recoveryMs),
+    );
+    void recover().catch(() => {});
   }
 
   /** Graceful stop: abort running loops (their leases are released, not left to expire) and wait for them. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.pause.wake();
+    for (const t of this.timers) clearInterval(t);
     for (const r of this.runs.values()) r.abort.abort("shutdown");
-    await Promise.allSettled([...this.drives, this.background]);
+    await Promise.allSettled([...this.drives]);
   }
 
   /** Makes sure a loop runs for the session (here, or already elsewhere). */
@@ -180,9 +152,6 @@ export class AgentRuntime {
       }
     } finally {
       this.runs.delete(sessionId);
-      // The session may have gone idle with its sandbox, due for a pause sooner than the
-      // recovery loop's next pass: that pass comes earlier.
-      if (performance.now() + this.opts.sandboxIdleMs < this.nextPassAt) this.pause.wake();
     }
   }
 

@@ -42,17 +42,12 @@ export function deploymentRoutes(s: Services) {
   const environments = new EnvironmentRepository(s.db, () => new Set(sandboxServiceOf(s).templates.keys()));
   const repo = new DeploymentRepository(s.db, agents, environments);
   const runs = new DeploymentRunRepository(s.db);
-  // A due time written here wakes this process's scheduler, which may sleep until a later one.
-  const scheduled = <T>(row: T): T => {
-    schedulerOf(s).wake();
-    return row;
-  };
   const now = () => clockOf(s).now();
   const json = (r: Parameters<typeof deploymentJson>[0]) => deploymentJson(r, now());
 
   return new Elysia()
     .use(requestContext)
-    .post("/v1/deployments", async ({ auth, body }) => json(scheduled(await repo.create(auth.organizationId, auth.key.id, body as any, now()))), {
+    .post("/v1/deployments", async ({ auth, body }) => json(await repo.create(auth.organizationId, auth.key.id, body as any, now())), {
       body: t.Object(
         {
           name: Name,
@@ -111,7 +106,7 @@ export function deploymentRoutes(s: Services) {
       response: { 401: ErrorSchema, 404: ErrorSchema },
       detail: { tags: ["deployments"], operationId: "getDeployment", ...responds({ 200: DeploymentSchema }, [404]), summary: "Get a deployment", description: "`schedule.upcoming_runs_at` lists the next 5 due times (empty once archived)." },
     })
-    .post("/v1/deployments/:deployment_id", async ({ auth, params, body }) => json(scheduled(await repo.update(auth.organizationId, params.deployment_id, auth.key.id, body as any, now()))), {
+    .post("/v1/deployments/:deployment_id", async ({ auth, params, body }) => json(await repo.update(auth.organizationId, params.deployment_id, auth.key.id, body as any, now())), {
       body: t.Object(
         {
           name: t.Optional(Name),
@@ -141,7 +136,7 @@ export function deploymentRoutes(s: Services) {
       response: { 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
       detail: { tags: ["deployments"], operationId: "pauseDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Pause a deployment", description: "Scheduled runs stop (`paused_reason: {type: 'manual'}`); manual runs still work. Archived: 409." },
     })
-    .post("/v1/deployments/:deployment_id/unpause", async ({ auth, params }) => json(scheduled(await repo.unpause(auth.organizationId, params.deployment_id, auth.key.id, now()))), {
+    .post("/v1/deployments/:deployment_id/unpause", async ({ auth, params }) => json(await repo.unpause(auth.organizationId, params.deployment_id, auth.key.id, now())), {
       response: { 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
       detail: { tags: ["deployments"], operationId: "unpauseDeployment", ...responds({ 200: DeploymentSchema }, [404, 409]), summary: "Unpause a deployment", description: "The schedule resumes from now: due times that passed while paused are not fired. Archived: 409." },
     })

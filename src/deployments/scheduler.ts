@@ -1,5 +1,4 @@
-import { and, asc, eq, isNull, lte, min, notInArray } from "drizzle-orm";
-import { pauseUntilDue, WakeableSleep } from "../db/due";
+import { and, asc, eq, isNull, lte, notInArray } from "drizzle-orm";
 import type { Services } from "../services";
 import { clockOf } from "./clock";
 import { latestDue, nextAfter, scheduleOf } from "./cron";
@@ -7,7 +6,7 @@ import { DeploymentRunner } from "./runs";
 import { type DeploymentRow, deployments } from "./schema";
 
 export interface SchedulerOptions {
-  /** How often at least each process looks for due deployments (DEPLOYMENT_SCHEDULER_POLL_MS); between looks it sleeps until the earliest due time. */
+  /** How often each process looks for due deployments (DEPLOYMENT_SCHEDULER_POLL_MS). */
   pollMs: number;
   /** DEPLOYMENT_PAUSE_AFTER_FAILURES. */
   pauseAfter: number;
@@ -29,8 +28,7 @@ const BATCH = 50;
 export class DeploymentScheduler {
   readonly opts: SchedulerOptions;
   readonly runner: DeploymentRunner;
-  private readonly pause = new WakeableSleep();
-  private loop: Promise<void> | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
   private running: Promise<number> | undefined;
   private stopped = false;
 
@@ -42,48 +40,19 @@ export class DeploymentScheduler {
     this.runner = new DeploymentRunner(s, { pauseAfter: this.opts.pauseAfter });
   }
 
-  /**
-   * Looks at once (start-up catches up on what was missed), then sleeps until the
-   * earliest due time, woken early when a schedule is written in this process; `pollMs`
-   * bounds the sleep, for schedules written by another process that has stopped since.
-   */
+  /** Looks at once (start-up catches up on what was missed), then every `pollMs`. */
   start(): void {
     this.stopped = false;
-    this.loop = (async () => {
-      while (!this.stopped) {
-        this.pause.take();
-        let untilDue: number | null = 0;
-        try {
-          await this.tick();
-          untilDue = await this.msUntilDue();
-        } catch (err) {
-          this.s.log.error("deployment scheduler pass failed; retrying at the next poll", { err });
-        }
-        if (!this.stopped) await this.pause.sleep(pauseUntilDue(untilDue, this.opts.pollMs));
-      }
-    })();
-  }
-
-  /** A due time was written here: the loop, maybe asleep until a later one, looks again. */
-  wake(): void {
-    this.pause.wake();
+    const pass = () => void this.tick().catch((err) => this.s.log.error("deployment scheduler pass failed; retrying at the next poll", { err }));
+    pass();
+    this.timer = setInterval(pass, this.opts.pollMs);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.pause.wake();
-    await this.loop;
-    this.loop = undefined;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
     await this.running?.catch(() => {});
-  }
-
-  /** Milliseconds from the clock's now until the earliest due time of an active deployment (null: none). */
-  private async msUntilDue(): Promise<number | null> {
-    const [row] = await this.s.db
-      .select({ due: min(deployments.nextRunAt) })
-      .from(deployments)
-      .where(and(eq(deployments.status, "active"), isNull(deployments.archivedAt)));
-    return row?.due ? new Date(row.due).getTime() - clockOf(this.s).now().getTime() : null;
   }
 
   /** One pass: fires every deployment due at the clock's now. Returns the runs this process recorded. Overlapping calls share one pass. */

@@ -17,7 +17,6 @@ import { sql } from "drizzle-orm";
 import type { Settings } from "../settings";
 import type { Db } from "../db/client";
 import { rowsOf } from "../db/client";
-import { msUntil, pauseUntilDue } from "../db/due";
 import type { Logger } from "../log";
 import type { Observability } from "../observability/observability";
 import { type EgressPolicy, safePost } from "../egress";
@@ -143,35 +142,25 @@ export class DeliveryWorker {
     }, 5);
   }
 
-  /**
-   * Claims what is due, then sleeps until the next delivery comes due (a retry, a lease
-   * another process left), woken early by new events (NOTIFY, in every process) and by
-   * attempts finishing here; EVENTS_POLL_MS bounds the sleep for what no notification
-   * announces (a webhook enabled again with deliveries waiting).
-   */
   private async loop(): Promise<void> {
     while (!this.stopped) {
       this.woken = false;
       let claimed = 0;
       let requested = 0;
-      // Every slot busy: a finishing attempt wakes the loop.
-      let untilDue: number | null = null;
       if (this.inflight < this.settings.concurrency) {
         requested = Math.min(this.settings.concurrency - this.inflight, 500);
         try {
           claimed = await this.claim(requested);
-          // A full batch means more may be due right now.
-          untilDue = claimed === requested ? 0 : await this.msUntilDue();
         } catch (e) {
           if (this.stopped) break;
           this.log.error("webhook delivery: claim failed", { err: e });
-          untilDue = 0;
         }
       }
+      // A full batch means more may be due right now.
       if (claimed > 0 && claimed === requested && !this.stopped) continue;
       if (this.woken || this.stopped) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pauseUntilDue(untilDue, this.settings.pollMs));
+        const timer = setTimeout(resolve, this.settings.pollMs);
         this.wakeResolve = () => {
           clearTimeout(timer);
           resolve();
@@ -180,17 +169,6 @@ export class DeliveryWorker {
       this.wakeResolve = undefined;
     }
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
-  }
-
-  /** Milliseconds until the earliest pending delivery to an enabled webhook comes due (null: none), on the database's clock. */
-  private async msUntilDue(): Promise<number | null> {
-    const [row] = rowsOf<{ ms: number | null }>(
-      await this.db.execute(sql`
-        select ${msUntil(sql`min(d.next_attempt_at)`)} as ms
-        from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-        where d.status = 'pending' and w.enabled`),
-    );
-    return row?.ms ?? null;
   }
 
   private async claim(limit: number): Promise<number> {
@@ -318,8 +296,6 @@ export class DeliveryWorker {
         this.log.warn("webhook delivery: batched result write failed, writing one by one", { err: String(e) });
         for (const r of batch) await this.write([r]).catch(() => {});
       }
-      // A retry's due time exists only now: the loop, maybe asleep until a later one, reads it.
-      if (batch.some((r) => !r.ok && !r.final)) this.wakeSoon();
     });
     return this.flushing;
   }

@@ -11,7 +11,6 @@
  */
 import { eq, sql } from "drizzle-orm";
 import { rowsOf } from "../db/client";
-import { msUntil, pauseUntilDue } from "../db/due";
 import { type EgressPolicy, safePost } from "../egress";
 import { envelopeOf } from "../events/record";
 import { events } from "../events/schema";
@@ -23,8 +22,6 @@ export class CallbackWorker {
   private stopped = false;
   private timer?: ReturnType<typeof setTimeout>;
   private running?: Promise<void>;
-  /** A wake came while a pass was under way: the next pass follows at once. */
-  private again = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly encoder = new TextEncoder();
 
@@ -34,7 +31,6 @@ export class CallbackWorker {
   ) {}
 
   start(): void {
-    this.g.wakeCallbacks = () => this.schedule(0);
     this.schedule(0);
   }
 
@@ -45,34 +41,17 @@ export class CallbackWorker {
     await Promise.allSettled([...this.inflight]);
   }
 
-  /**
-   * The next pass in `ms` (0: now), replacing a later one already set; a pass under way
-   * sets its own next. Between passes the worker sleeps until the earliest callback
-   * comes due (a retry, a lease another process left), GENERATION_POLL at most: that
-   * bounds how late a callback of a task finished by another process starts.
-   */
   private schedule(ms: number): void {
     if (this.stopped) return;
-    if (this.running) {
-      if (ms === 0) this.again = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.again = false;
-      this.running = this.tick().then(
-        (untilDue) => untilDue,
-        () => 0,
-      ).then((untilDue) => {
+      this.running = this.tick().finally(() => {
         this.running = undefined;
-        this.schedule(this.again ? 0 : pauseUntilDue(untilDue, this.g.settings.pollMs));
+        this.schedule(this.g.settings.pollMs);
       });
     }, ms);
   }
 
-  /** One pass: claims the due callbacks and starts them; returns the milliseconds until the next one is due (null: none). */
-  private async tick(): Promise<number | null> {
+  private async tick(): Promise<void> {
     const s = this.g.settings;
     // Lease: past the attempt's timeout, so a process killed mid-attempt leaves a row that is due again.
     const lease = s.callbackTimeoutMs / 1000 + 5;
@@ -93,21 +72,15 @@ export class CallbackWorker {
       );
     } catch (e) {
       if (!this.stopped) this.g.s.log.error("generation callbacks: claim failed", { err: e });
-      return 0;
+      return;
     }
     for (const r of rows) {
-      const p = this.deliver(r.id, r.status, r.callback_url, Number(r.callback_attempts))
-        .catch((err) => this.g.s.log.error("generation callbacks: delivery failed", { prediction: r.id, err: String(err) }))
-        // Its retry (or the next batch) is due at a time written only now.
-        .finally(() => this.schedule(0));
+      const p = this.deliver(r.id, r.status, r.callback_url, Number(r.callback_attempts)).catch((err) =>
+        this.g.s.log.error("generation callbacks: delivery failed", { prediction: r.id, err: String(err) }),
+      );
       this.inflight.add(p);
       void p.finally(() => this.inflight.delete(p));
     }
-    if (rows.length === BATCH) return 0;
-    const [next] = rowsOf<{ ms: number | null }>(
-      await this.g.s.db.execute(sql`select ${msUntil(sql`min(callback_next_at)`)} as ms from predictions where callback_status = 'pending'`),
-    );
-    return next?.ms ?? null;
   }
 
   private async deliver(id: string, status: string, url: string, attempt: number): Promise<void> {

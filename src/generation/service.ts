@@ -50,8 +50,6 @@ export class Generation {
   private readonly waiters = new Map<string, Set<() => void>>();
   /** Set by the worker: runs a claim now (a task was just submitted in this process). */
   wakeWorker: () => void = () => {};
-  /** Set by the callback worker: looks for due callbacks now (a task with a webhook_url just finished in this process). */
-  wakeCallbacks: () => void = () => {};
 
   constructor(readonly s: Services) {
     this.settings = { ...s.config.generation, publicUrl: s.config.publicUrl };
@@ -234,7 +232,6 @@ export class Generation {
       return undefined;
     }
     for (const w of this.waiters.get(row.id) ?? []) w();
-    if (done.callbackStatus === "pending") this.wakeCallbacks();
     observabilityFor(this.s)?.taskFinished(done.generationType, done.status);
     // Off the worker slot: charging waits for the usage meter's next batch write, and the
     // next task should not. Shutdown awaits these; a crash leaves them to the sweeper.

@@ -18,7 +18,6 @@ import { GenerationError, type GenerationRequest, type GenerationStep, type Gene
 import type { Candidate } from "../gateway/router";
 import type { Logger } from "../log";
 import { predictions } from "./schema";
-import { msUntil, pauseUntilDue, WakeableSleep } from "../db/due";
 import type { Generation, Prediction } from "./service";
 
 /** Fields of the client's body that are ours and never go upstream. */
@@ -27,7 +26,8 @@ export const NOT_FORWARDED = new Set(["model", "mode", "webhook_url", "stream"])
 export class PredictionWorker {
   private running = 0;
   private stopped = false;
-  private readonly pause = new WakeableSleep();
+  private woken = false;
+  private wakeResolve?: () => void;
   private loopDone?: Promise<void>;
   private readonly inflight = new Set<Promise<void>>();
   private readonly log: Logger;
@@ -51,44 +51,33 @@ export class PredictionWorker {
   }
 
   wake(): void {
-    this.pause.wake();
+    this.woken = true;
+    this.wakeResolve?.();
   }
 
-  /**
-   * Claims what is due, then sleeps until the next task comes due (a retry, an upstream
-   * job's next poll, a lease another process left), woken early by a submission or a
-   * finished step here; GENERATION_POLL bounds the sleep for tasks another process wrote.
-   */
   private async loop(): Promise<void> {
     while (!this.stopped) {
-      this.pause.take();
+      this.woken = false;
       const free = this.g.settings.workers - this.running;
       let claimed = 0;
-      // Every slot busy: a finishing step wakes the loop.
-      let untilDue: number | null = null;
       if (free > 0) {
         try {
           claimed = await this.claim(free);
-          untilDue = claimed === free ? 0 : await this.msUntilDue();
         } catch (e) {
           if (this.stopped) break;
           this.log.error("generation: claim failed", { err: e });
-          untilDue = 0;
         }
       }
-      if ((claimed > 0 && claimed === free) || this.stopped) continue;
-      await this.pause.sleep(pauseUntilDue(untilDue, this.g.settings.pollMs));
+      if ((claimed > 0 && claimed === free) || this.woken || this.stopped) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.g.settings.pollMs);
+        this.wakeResolve = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wakeResolve = undefined;
     }
-  }
-
-  /** Milliseconds until the earliest task comes due (null: none), on the database's clock. */
-  private async msUntilDue(): Promise<number | null> {
-    const [row] = await this.g.s.db
-      .select({ ms: msUntil(sql`min(${predictions.runAfter})`) })
-      .from(predictions)
-      // Literal, so that the partial index on due tasks serves it.
-      .where(sql`${predictions.status} in ('starting', 'processing')`);
-    return row?.ms ?? null;
   }
 
   private async claim(limit: number): Promise<number> {

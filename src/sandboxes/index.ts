@@ -7,8 +7,7 @@ import { sandboxRoutes, sandboxSurface } from "./routes";
 import { SandboxQuotas } from "./quota";
 import { SandboxService } from "./service";
 import { sandboxForwarding } from "./forward";
-import { finishDestroys, msUntilReapDue, reapExpired, reconcile } from "./sweeps";
-import { pauseUntilDue, WakeableSleep } from "../db/due";
+import { finishDestroys, reapExpired, reconcile } from "./sweeps";
 import { nodeCallSurface, nodeRoutes } from "./node-routes";
 import { nodeCredential, nodeIdentity, SandboxNodes } from "./nodes";
 import { secretsKeyFor } from "../events/secrets";
@@ -104,31 +103,20 @@ export const sandboxesModule: RouteModule = {
     if (registers) s.onListening.push((url) => nodes.listening(url));
     nodes.start(registers);
     // The reaper reads endAt from the database, so TTLs survive restarts: a sandbox
-    // that expired while the service was down is stopped on the first pass. It then sleeps
-    // until the earliest end (or owed destroy) of this process's sandboxes, woken early
-    // when one is written here; SANDBOX_REAPER_INTERVAL_MS bounds the sleep for what it is
-    // not told about (a sandbox no node owns, created by another replica).
+    // that expired while the service was down is stopped on the first tick.
     let stopped = false;
-    const pause = new WakeableSleep();
-    svc.dueChanged = () => pause.wake();
-    const reaper = (async () => {
-      while (!stopped) {
-        pause.take();
-        let untilDue: number | null = 0;
-        try {
-          await reapExpired(svc);
-          await finishDestroys(svc);
-          untilDue = await msUntilReapDue(svc);
-        } catch (e) {
-          if (!stopped) s.log.error("sandbox reaper failed", { err: e });
-        }
-        if (!stopped) await pause.sleep(pauseUntilDue(untilDue, s.config.sandboxes.reaperIntervalMs));
-      }
-    })();
+    let running: Promise<void> | undefined;
+    const timer = setInterval(() => {
+      if (stopped || running) return;
+      running = reapExpired(svc)
+        .then(() => finishDestroys(svc))
+        .then(() => {}, (e) => s.log.error("sandbox reaper failed", { err: e }))
+        .finally(() => (running = undefined));
+    }, s.config.sandboxes.reaperIntervalMs);
     return async () => {
       stopped = true;
-      pause.wake();
-      await reaper;
+      clearInterval(timer);
+      await running;
       await nodes.stop();
       await svc.flush();
       for (const inst of s.registry.instancesOf("sandbox")) await inst.instance.close?.();

@@ -143,40 +143,18 @@ export class SandboxNodes {
     return this.beating;
   }
 
-  /**
-   * One heartbeat: ours written, lost nodes marked, then the owner's own work (onBeat).
-   * The write also reads, in the same statement, whether this node had been marked lost
-   * and whether another node is silent: most beats are that one statement, and the
-   * marking (a transaction) and the owed destroys run only when there is something to do.
-   * The destroys this node owes otherwise are the reaper's (index.ts).
-   */
+  /** One heartbeat: ours written, lost nodes marked, then the owner's own work (onBeat). */
   async beat(): Promise<void> {
-    if (!this.registers) {
-      if (await this.anySilent()) await this.markLost();
-      return;
-    }
+    if (!this.registers) return void (await this.markLost());
     if (!this.url) return;
     const now = sql`now()`;
-    // Subqueries in RETURNING read the statement's snapshot: the row as it was before this write.
-    const [beat] = await this.db
+    await this.db
       .insert(sandboxNodes)
       .values({ id: this.id, url: this.url, cpus: availableParallelism(), memoryMB: Math.round(totalmem() / 2 ** 20), labels: this.opts.labels ?? [], startedAt: now as never, heartbeatAt: now as never })
-      .onConflictDoUpdate({ target: sandboxNodes.id, set: { url: this.url, labels: this.opts.labels ?? [], heartbeatAt: now as never, lostAt: null } })
-      .returning({ wasLost: sql<boolean>`coalesce((select n.lost_at is not null from sandbox_nodes n where n.id = ${this.id}), false)`, silent: this.silentSql() });
-    if (beat?.silent) await this.markLost();
+      .onConflictDoUpdate({ target: sandboxNodes.id, set: { url: this.url, labels: this.opts.labels ?? [], heartbeatAt: now as never, lostAt: null } });
+    await this.markLost();
     // Not awaited: destroys may take seconds, and the next heartbeat must not wait for them.
-    if (beat?.wasLost && this.onBeat && !this.finishing) this.finishing = this.onBeat().catch((e) => this.log.warn("sandbox node's destroys failed", { err: e })).finally(() => (this.finishing = undefined));
-  }
-
-  /** Whether another node has been silent for LOST_AFTER_BEATS heartbeats and is not marked lost yet (the condition markLost acts on). */
-  private silentSql() {
-    const windowMs = this.opts.heartbeatMs * LOST_AFTER_BEATS;
-    return sql<boolean>`exists (select 1 from sandbox_nodes s where s.lost_at is null and s.id <> ${this.id} and s.heartbeat_at < now() - make_interval(secs => ${windowMs / 1000}))`;
-  }
-
-  private async anySilent(): Promise<boolean> {
-    const [row] = await this.db.select({ silent: this.silentSql() }).from(sql`(select 1) as one`);
-    return row?.silent === true;
+    if (this.onBeat && !this.finishing) this.finishing = this.onBeat().catch((e) => this.log.warn("sandbox node's destroys failed", { err: e })).finally(() => (this.finishing = undefined));
   }
 
   private finishing: Promise<void> | undefined;

@@ -67,8 +67,6 @@ export class SandboxService {
   placement?: Placement;
   /** Sandbox id -> when its destroy last failed here (finishDestroys' pace). */
   readonly destroyFailedAt = new Map<string, number>();
-  /** Told when a sandbox's end or destroy is written here, so the reaper (index.ts) sleeping until the earliest one looks again. */
-  dueChanged: () => void = () => {};
 
   constructor(
     readonly db: Db,
@@ -211,7 +209,6 @@ export class SandboxService {
       // A new sandbox's first command usually follows at once: it needs no read.
       this.rowCache.set(id, { row: created, at: performance.now() });
       this.nodes?.remember(id, nodeId);
-      this.dueChanged();
       return created;
     } catch (e) {
       // Nothing may run that the database does not know about.
@@ -285,8 +282,7 @@ export class SandboxService {
       if (!retry && (row.status === "stopped" || row.status === "error")) throw new ApiError(404, `sandbox is already ${row.status}; nothing to destroy`);
       const claimed = retry ? row : await claimStop(this, row, "deleted");
       if (!claimed) throw new ApiError(404, "sandbox is already being destroyed");
-      // A destroy that fails here is owed: the reaper tries it again.
-      await finishDestroy(this, claimed, true).finally(() => this.dueChanged());
+      await finishDestroy(this, claimed, true);
     });
   }
 
@@ -382,9 +378,6 @@ export class SandboxService {
         .returning();
       if (!updated) throw new ApiError(409, "sandbox changed state concurrently; retry");
       await recordEvent(tx, { organizationId: row.organizationId, resourceType: "sandbox", resourceId: row.id, type, data });
-      return updated;
-    }).then((updated) => {
-      this.dueChanged();
       return updated;
     });
   }

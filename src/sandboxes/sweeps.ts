@@ -3,7 +3,6 @@ import { pauseOf, type SandboxTemplate } from "./backend";
 import { egressRules } from "./network";
 import { ApiError } from "../http/errors";
 import { recordEvent } from "../events/record";
-import { msUntil } from "../db/due";
 import { type SandboxRow, sandboxes, sandboxSnapshots } from "./schema";
 import type { SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
@@ -136,23 +135,6 @@ async function autoPauseExpired(svc: SweptService, cutoff: Date): Promise<void> 
       await svc.autoPause(fresh).catch((e) => svc.log.warn("sandbox auto-pause failed; killing it", { sandboxId: fresh.id, err: e }));
     });
   }
-}
-
-/**
- * Milliseconds until the reaper has work (null: none): the earliest end of a running
- * sandbox of this process, or the earliest destroy it owes (claimed more than the two
- * seconds finishDestroys leaves to the claimer). One statement, on the database's clock.
- */
-export async function msUntilReapDue(svc: SweptService): Promise<number | null> {
-  const mine = svc.mine() ?? sql`true`;
-  const [row] = await svc.db
-    .select({
-      ms: msUntil(sql`least(
-        (select min(${sandboxes.endAt}) from ${sandboxes} where ${sandboxes.status} = 'running' and ${sandboxes.stopRequestedAt} is null and ${mine}),
-        (select min(${sandboxes.stopRequestedAt}) + interval '2 seconds' from ${sandboxes} where ${sandboxes.stopRequestedAt} is not null and ${sandboxes.status} <> 'stopped' and ${mine}))`),
-    })
-    .from(sql`(select 1) as one`);
-  return row?.ms ?? null;
 }
 
 /**

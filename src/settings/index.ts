@@ -85,12 +85,12 @@ export const SETTINGS = {
     retryScheduleMs: durationList("EVENTS_RETRY_SCHEDULE", DEFAULT_EVENTS_RETRY_SCHEDULE),
     deliveryConcurrency: integer("EVENTS_DELIVERY_CONCURRENCY", 256, { min: 1 }),
     receiverConcurrency: integer("EVENTS_RECEIVER_CONCURRENCY", 16, { min: 1 }),
-    pollMs: integer("EVENTS_POLL_MS", 30_000, { min: 1 }),
+    pollMs: integer("EVENTS_POLL_MS", 1000, { min: 1 }),
     /** Encrypts webhook signing secrets at rest; the embedded database makes its own key file when unset. */
     secretsKey: secretKey("SECRETS_KEY"),
   },
   sandboxes: {
-    reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 30_000, { min: 10 }),
+    reaperIntervalMs: integer("SANDBOX_REAPER_INTERVAL_MS", 1000, { min: 10 }),
     /** README: Replicas. Where other replicas reach this sandbox node; unset: its own loopback address (replicas on one host). */
     nodeUrl: httpUrl("SANDBOX_NODE_URL"),
     /** How often a sandbox node writes its heartbeat; three missed ones mark it lost with its sandboxes. */
@@ -114,7 +114,7 @@ export const SETTINGS = {
   },
   agents: {
     leaseMs: integer("AGENT_LEASE_MS", 30_000, { min: 200 }),
-    recoveryMs: integer("AGENT_RECOVERY_INTERVAL_MS", 30_000, { min: 20 }),
+    recoveryMs: integer("AGENT_RECOVERY_INTERVAL_MS", 1_000, { min: 20 }),
     maxSteps: integer("AGENT_MAX_STEPS", 50, { min: 1 }),
     sandboxIdleMs: integer("AGENT_SANDBOX_IDLE_MS", 300_000, { min: 100 }),
     sandboxTimeoutSec: integer("AGENT_SANDBOX_TIMEOUT_SEC", 3600, { min: 1 }),
@@ -129,7 +129,7 @@ export const SETTINGS = {
     packageHosts: matching("AGENT_PACKAGE_HOSTS", /^\s*[A-Za-z0-9.*:_\/-]+\s*(,\s*[A-Za-z0-9.*:_\/-]+\s*)*$/, "a comma-separated list of host names, addresses or CIDR blocks").map((v) => (v ?? "").split(",").map((h) => h.trim()).filter(Boolean)),
   },
   deployments: {
-    pollMs: integer("DEPLOYMENT_SCHEDULER_POLL_MS", 30_000, { min: 10 }),
+    pollMs: integer("DEPLOYMENT_SCHEDULER_POLL_MS", 1000, { min: 10 }),
     pauseAfterFailures: integer("DEPLOYMENT_PAUSE_AFTER_FAILURES", 1, { min: 1 }),
   },
   generation: {
@@ -140,8 +140,8 @@ export const SETTINGS = {
     /** How long a claim lasts before another process may take the task over. An upstream
      * call runs under the lease minus one second, so it never outlives its claim. */
     leaseMs: duration("GENERATION_LEASE", "5m", { min: 2_000, minText: "2s" }),
-    /** How often at least idle workers look for due tasks: they sleep until the next one is due, and new tasks wake them at once in-process. */
-    pollMs: duration("GENERATION_POLL", "30s"),
+    /** How often idle workers look for due tasks (new tasks also wake them at once in-process). */
+    pollMs: duration("GENERATION_POLL", "1s"),
     /** Interval between checks of an upstream job (video). */
     upstreamPollMs: duration("GENERATION_UPSTREAM_POLL", "5s"),
     /** Claims of a task that never reached the upstream job stage before it fails. */

@@ -78,12 +78,11 @@ test("the defaults", () => {
   expect([s.generation.timeoutMs, s.generation.workers, s.generation.leaseMs, s.generation.retentionMs, s.generation.syncWaitMs]).toEqual([900_000, 8, 300_000, 720 * 3_600_000, 240_000]);
   expect(s.generation.callbackRetryMs).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
   expect(s.events.retryScheduleMs).toEqual(s.generation.callbackRetryMs);
-  expect(s.deployments).toEqual({ pollMs: 30_000, pauseAfterFailures: 1 });
-  expect(s.agents).toEqual({ leaseMs: 30_000, recoveryMs: 30_000, maxSteps: 50, sandboxIdleMs: 300_000, sandboxTimeoutSec: 3600, streamRecheckMs: 30_000, streamsPerKey: 100, streamsPerOrg: 500, packageRegistries: {}, packageHosts: [] });
+  expect(s.deployments).toEqual({ pollMs: 1000, pauseAfterFailures: 1 });
+  expect(s.agents).toEqual({ leaseMs: 30_000, recoveryMs: 1_000, maxSteps: 50, sandboxIdleMs: 300_000, sandboxTimeoutSec: 3600, streamRecheckMs: 30_000, streamsPerKey: 100, streamsPerOrg: 500, packageRegistries: {}, packageHosts: [] });
   expect([s.sandboxes.network, s.sandboxes.domain]).toEqual(["none", undefined]);
   expect([s.corsOrigins, s.egress.allow, s.events.secretsKey, s.databaseUrl, s.allocator.purgeDelay]).toEqual(["*", [], undefined, undefined, undefined]);
-  expect([s.limits, s.metering.flushMs, s.sandboxes.reaperIntervalMs]).toEqual([{ globalRpm: 0, redisKeyPrefix: "gateway:" }, 1000, 30_000]);
-  expect([s.events.pollMs, s.generation.pollMs]).toEqual([30_000, 30_000]);
+  expect([s.limits, s.metering.flushMs, s.sandboxes.reaperIntervalMs]).toEqual([{ globalRpm: 0, redisKeyPrefix: "gateway:" }, 1000, 1000]);
 });
 
 test("every checked variable refuses a value it cannot use, naming itself and what it accepts; secrets are never echoed", () => {

@@ -39,9 +39,7 @@ beforeAll(async () => {
       },
     }),
   );
-  // The reaper at its default slow look (30 s): it sleeps until the earliest timeout, so
-  // the TTL test's 10 s bound holds only through that wake-up.
-  svc = await startTestService({ CONFIG_FILE: configFile });
+  svc = await startTestService({ CONFIG_FILE: configFile, SANDBOX_REAPER_INTERVAL_MS: "100" });
   const org = await svc.org();
   key = (await svc.key(org)).key;
   api = apiFor(svc, key);
