@@ -33,6 +33,14 @@ interface OrgBudget extends Org {
   periodResetsAt: string | null;
 }
 
+/**
+ * The forms' fields are uncontrolled (defaultValue): a controlled value is written back to
+ * the field at every render, and this page renders whenever its data refreshes, which wiped
+ * what an operator was typing. The form's key changes with the saved values instead, so a
+ * save (or another operator's) shows the new values.
+ */
+const savedValues = (...values: unknown[]) => values.map((v) => String(v ?? "")).join("|");
+
 const periodOptions = (current: Period) => PERIODS.map((p) => html`<option value=${p} selected=${p === current}>${p === "none" ? "never resets" : p}</option>`);
 
 const numberOrNull = (v: string) => (v.trim() === "" ? null : Number(v));
@@ -136,9 +144,9 @@ export function KeysPage({ orgs, org, onOrgsChanged, onOrg }: { orgs: Org[]; org
       </select>
     </p>
     ${current &&
-    html`<form class="inline" onSubmit=${setOrgBudget} aria-label="Organization budget">
+    html`<form class="inline" onSubmit=${setOrgBudget} aria-label="Organization budget" key=${savedValues(current.id, current.spendingLimit, current.spendingPeriod)}>
       <label for="org-limit">Organization budget (USD)</label>
-      <input id="org-limit" name="org-limit" type="number" min="0" step="any" size="8" value=${current.spendingLimit ?? ""} />
+      <input id="org-limit" name="org-limit" type="number" min="0" step="any" size="8" defaultValue=${current.spendingLimit ?? ""} />
       <label for="org-period">Resets</label>
       <select id="org-period" name="org-period">${periodOptions(current.spendingPeriod)}</select>
       <button type="submit">Save budget</button>
@@ -176,11 +184,11 @@ export function KeysPage({ orgs, org, onOrgsChanged, onOrg }: { orgs: Org[]; org
             <td>${k.revokedAt ? "revoked" : k.enabled ? "active" : "disabled"}</td>
             <td class="nowrap">${formatCost(k.periodSpent)}${k.spendingPeriod !== "none" ? html`<br /><span class="muted">${formatCost(k.spent)} in all</span>` : null}</td>
             <td>
-              <form class="limits" onSubmit=${(e: Event) => setLimits(e, k)}>
-                <label>USD <input name="limit" type="number" min="0" step="any" value=${k.spendingLimit ?? ""} size="6" aria-label=${`Spending limit of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+              <form class="limits" onSubmit=${(e: Event) => setLimits(e, k)} key=${savedValues(k.id, k.spendingLimit, k.spendingPeriod, k.rpm, k.tpm)}>
+                <label>USD <input name="limit" type="number" min="0" step="any" defaultValue=${k.spendingLimit ?? ""} size="6" aria-label=${`Spending limit of ${k.name}`} disabled=${!!k.revokedAt} /></label>
                 <select name="period" aria-label=${`Budget period of ${k.name}`} disabled=${!!k.revokedAt}>${periodOptions(k.spendingPeriod)}</select>
-                <label>RPM <input name="rpm" type="number" min="1" step="1" value=${k.rpm ?? ""} size="5" aria-label=${`Requests per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
-                <label>TPM <input name="tpm" type="number" min="1" step="1" value=${k.tpm ?? ""} size="7" aria-label=${`Tokens per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+                <label>RPM <input name="rpm" type="number" min="1" step="1" defaultValue=${k.rpm ?? ""} size="5" aria-label=${`Requests per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
+                <label>TPM <input name="tpm" type="number" min="1" step="1" defaultValue=${k.tpm ?? ""} size="7" aria-label=${`Tokens per minute of ${k.name}`} disabled=${!!k.revokedAt} /></label>
                 <button type="submit" disabled=${!!k.revokedAt} aria-label=${`Save limits of ${k.name}`}>Save</button>
               </form>
             </td>
