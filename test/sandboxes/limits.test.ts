@@ -194,8 +194,9 @@ test("an output flood costs the service nothing once the cap is reached", async 
   await Bun.sleep(500);
   const share = await cpuShare(2000);
   // Near idle (loose, as this process also runs the test and its database): reading the
-  // flood took about three quarters of a core before the service stopped reading at the cap.
-  expect(share).toBeLessThan(idle + 0.2);
+  // flood took about three quarters of a core before the service stopped reading at the cap,
+  // so a margin of a third of a core still tells the two apart on a busy machine.
+  expect(share).toBeLessThan(idle + 0.35);
   // The writers into the closed pipe are gone; the one writing to /dev/null may stay.
   const left = await sh(id, "ps -eo args= | grep -E '^(yes|cat)' | sort");
   expect(left.stdout).toBe("yes\n");
