@@ -1,4 +1,4 @@
-import { descendantsOf, pidsInNamespace, procStat, signal } from "./procfs";
+import { descendantsOf, pidsInNamespace, type ProcStat, procStat, signal } from "./procfs";
 
 /**
  * Runs one host command (an `nsenter` chain into a sandbox) with captured, capped
@@ -97,11 +97,15 @@ async function outputSettled(eof: Promise<unknown>, hostPid: number, pidNs: stri
 
 /** Whether a process of the command's session (it ran as session leader `hostPid`) is still alive in the sandbox. */
 function sessionLeft(hostPid: number, pidNs: string): boolean {
-  return pidsInNamespace(pidNs).some((pid) => {
-    const stat = procStat(pid);
-    // A zombie holds no file descriptors, so no pipe either.
-    return stat?.session === hostPid && stat.state !== "Z";
-  });
+  // A zombie holds no file descriptors, so no pipe either.
+  return sessionOf(hostPid, pidNs).some((stat) => stat.state !== "Z");
+}
+
+/** The sandbox's processes in the session of the command whose session leader was `hostPid`. */
+function sessionOf(hostPid: number, pidNs: string): ProcStat[] {
+  return pidsInNamespace(pidNs)
+    .map(procStat)
+    .filter((stat): stat is ProcStat => stat?.session === hostPid);
 }
 
 /**
@@ -165,9 +169,7 @@ export async function killTree(hostPid: number, pidNs: string): Promise<void> {
   // sandbox's process limit; wait for them to be gone so the next command can start.
   for (let round = 0; round < 200; round++) {
     const victims = new Set(descendantsOf(hostPid));
-    for (const pid of pidsInNamespace(pidNs)) {
-      if (procStat(pid)?.session === hostPid) victims.add(pid);
-    }
+    for (const stat of sessionOf(hostPid, pidNs)) victims.add(stat.pid);
     if (!victims.size) break;
     for (const pid of victims) signal(pid, "SIGKILL");
     await Bun.sleep(round < 3 ? 1 : 10);

@@ -19,7 +19,6 @@ export interface GatewayMcp {
   call(name: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolOutcome>;
 }
 
-
 /**
  * Largest single response (a JSON answer, or everything on one event stream) read from
  * an MCP server. Threat: a hostile server streaming without end into our memory.
